@@ -1,0 +1,40 @@
+"""The `ingest` command line.
+
+Each subcommand lives in `ingest.commands.<module>` and exposes `register(subparsers)`; the
+parser it adds carries its handler as `func`. Handlers return a process exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from ingest import __version__
+from ingest.errors import IngestError
+
+COMMAND_MODULES: tuple[str, ...] = ()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ingest", description="Stream data into Apache Hudi tables.")
+    parser.add_argument("--version", action="version", version=f"ingest {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except IngestError as e:
+        print(f"ingest: error: {e}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # e.g. `ingest read ... | head`
+        return 0

@@ -1,0 +1,1 @@
+"""Subcommands of the `ingest` command line; each module registers its own parsers."""

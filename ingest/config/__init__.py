@@ -1,0 +1,1 @@
+"""Pipeline configuration: YAML files, typed keys, validation before Spark starts."""

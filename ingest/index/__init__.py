@@ -1,0 +1,1 @@
+"""Routing records to file groups: the bucket index and the persisted record-key index."""

@@ -1,0 +1,1 @@
+"""Kafka: decoding messages, and the embedded Kafka-protocol broker used by `ingest demo` and tests."""

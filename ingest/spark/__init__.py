@@ -1,0 +1,1 @@
+"""Everything that needs a SparkSession: the foreachBatch sink, the Kafka source, session setup."""

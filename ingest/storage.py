@@ -1,0 +1,237 @@
+"""The one seam between a table and its bytes: an fsspec file system rooted at the table's base URL.
+
+Everything that reads or writes table files goes through `Storage`, so the commit protocol can rely
+on two guarantees whatever the backend:
+
+* `write` replaces a whole file atomically: readers see the old content or the new, never a part.
+  Local disks get a temporary file and a rename; object stores get one PUT (and no rename exists).
+* `create` is put-if-absent: exactly one of several racing writers succeeds.
+
+Appending is offered only where the file system really appends (`can_append`); object stores
+never append, so writers roll over to a new file there instead.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import IO, Any
+
+import fsspec
+from fsspec.implementations.local import LocalFileSystem
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """One entry of a listing, with its path relative to the storage root."""
+
+    path: str
+    size: int
+    is_dir: bool
+
+    @property
+    def name(self) -> str:
+        return posixpath.basename(self.path)
+
+
+class Storage:
+    """A table's file system: paths are relative to `base_url` and use forward slashes."""
+
+    def __init__(self, base_url: str, options: Mapping[str, Any] | None = None):
+        self.base_url = str(base_url).rstrip("/") or "/"
+        self.options: dict[str, Any] = dict(options or {})
+        self.fs, root = fsspec.core.url_to_fs(self.base_url, **self.options)
+        self.root = root.rstrip("/") if root not in ("/", "") else root
+        self.is_local = isinstance(self.fs, LocalFileSystem)
+
+    def __reduce__(self):
+        # Executors rebuild the file system from the URL and options rather than unpickling clients.
+        return (Storage, (self.base_url, self.options))
+
+    def __repr__(self) -> str:
+        return f"Storage({self.base_url!r})"
+
+    # -- capabilities -------------------------------------------------------------------------
+
+    @property
+    def can_append(self) -> bool:
+        """True where appending bytes to an existing file is a real, in-place append."""
+        return self.is_local
+
+    # -- paths ----------------------------------------------------------------------------------
+
+    def full_path(self, rel: str = "") -> str:
+        """The file system path of `rel` (relative to the table root)."""
+        rel = rel.strip("/")
+        if not rel:
+            return self.root
+        return f"{self.root}/{rel}" if self.root != "/" else f"/{rel}"
+
+    def url(self, rel: str = "") -> str:
+        """A URL of `rel` that other tools (hudi-rs, Spark) can open."""
+        rel = rel.strip("/")
+        return f"{self.base_url}/{rel}" if rel else self.base_url
+
+    def child(self, rel: str) -> Storage:
+        """A storage rooted at a sub-folder, sharing the options."""
+        return Storage(self.url(rel), self.options)
+
+    def _rel(self, full: str) -> str:
+        full = full.rstrip("/")
+        prefix = self.root.rstrip("/") + "/"
+        if full.startswith(prefix):
+            return full[len(prefix):]
+        if full == self.root.rstrip("/"):
+            return ""
+        raise ValueError(f"{full} is outside {self.root}")
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def read(self, rel: str) -> bytes:
+        return self.fs.cat_file(self.full_path(rel))
+
+    def read_range(self, rel: str, start: int, end: int) -> bytes:
+        return self.fs.cat_file(self.full_path(rel), start=start, end=end)
+
+    def open(self, rel: str) -> IO[bytes]:
+        """A seekable binary reader."""
+        return self.fs.open(self.full_path(rel), "rb")
+
+    def exists(self, rel: str) -> bool:
+        return self.fs.exists(self.full_path(rel))
+
+    def size(self, rel: str) -> int:
+        return int(self.fs.size(self.full_path(rel)))
+
+    def list(self, rel: str = "") -> list[FileInfo]:
+        """Direct children of a folder; an absent folder lists as empty."""
+        full = self.full_path(rel)
+        if self.is_local:
+            return self._list_local(full)
+        try:
+            entries = self.fs.ls(full, detail=True, refresh=True)
+        except FileNotFoundError:
+            return []
+        out = []
+        for e in entries:
+            path = self._rel(e["name"])
+            if path == rel.strip("/"):
+                continue  # some object stores list the folder marker itself
+            out.append(FileInfo(path, int(e.get("size") or 0), e.get("type") == "directory"))
+        return out
+
+    def _list_local(self, full: str) -> list[FileInfo]:
+        try:
+            with os.scandir(full) as it:
+                entries = list(it)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        out = []
+        for e in entries:
+            is_dir = e.is_dir()
+            size = 0 if is_dir else e.stat().st_size
+            out.append(FileInfo(self._rel(e.path), size, is_dir))
+        return out
+
+    def walk_files(self, rel: str = "") -> Iterator[FileInfo]:
+        """Every file below a folder, depth first."""
+        for entry in self.list(rel):
+            if entry.is_dir:
+                yield from self.walk_files(entry.path)
+            else:
+                yield entry
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    def write(self, rel: str, data: bytes) -> None:
+        """Replace `rel` with `data` atomically (readers never see a partial file)."""
+        full = self.full_path(rel)
+        if self.is_local:
+            directory = os.path.dirname(full)
+            os.makedirs(directory, exist_ok=True)
+            tmp = os.path.join(directory, f".{os.path.basename(full)}.{uuid.uuid4().hex}.tmp")
+            try:
+                with open(tmp, "wb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(tmp, full)
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+        else:
+            self.fs.pipe_file(full, data)
+
+    def create(self, rel: str, data: bytes) -> bool:
+        """Write `rel` only if it does not exist; True if this call created it.
+
+        Atomic and exclusive: on local disks the content is written aside and hard-linked into
+        place (link fails if the name exists); on object stores it is a conditional PUT.
+        """
+        full = self.full_path(rel)
+        if self.is_local:
+            directory = os.path.dirname(full)
+            os.makedirs(directory, exist_ok=True)
+            tmp = os.path.join(directory, f".{os.path.basename(full)}.{uuid.uuid4().hex}.tmp")
+            try:
+                with open(tmp, "wb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+                try:
+                    os.link(tmp, full)
+                except FileExistsError:
+                    return False
+                return True
+            finally:
+                os.unlink(tmp)
+        try:
+            self.fs.pipe_file(full, data, mode="create")
+        except FileExistsError:
+            return False
+        except OSError as e:  # some backends report the failed precondition as a generic error
+            if "PreconditionFailed" in str(e) or "412" in str(e):
+                return False
+            raise
+        return True
+
+    def append(self, rel: str, data: bytes) -> int:
+        """Append to `rel` (creating it if absent) and return its new size; local file systems only."""
+        if not self.can_append:
+            raise OSError(f"{self.base_url} does not support appending; write a new file instead")
+        full = self.full_path(rel)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full, "ab") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+            return f.tell()
+
+    def delete(self, rel: str) -> bool:
+        """Remove a file; False if it was already gone."""
+        try:
+            self.fs.rm_file(self.full_path(rel))
+            return True
+        except FileNotFoundError:
+            return False
+
+    def delete_tree(self, rel: str) -> None:
+        """Remove a folder and everything below it, if present."""
+        full = self.full_path(rel)
+        try:
+            self.fs.rm(full, recursive=True)
+        except FileNotFoundError:
+            pass
+        if self.is_local and os.path.isdir(full):
+            # fsspec leaves empty local folders behind on some versions.
+            import shutil
+
+            shutil.rmtree(full, ignore_errors=True)
+
+    def makedirs(self, rel: str) -> None:
+        """Create a folder where folders exist (local disks); a no-op on object stores."""
+        if self.is_local:
+            os.makedirs(self.full_path(rel), exist_ok=True)

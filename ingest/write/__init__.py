@@ -1,0 +1,1 @@
+"""The write path of a commit, free of Spark: planning, executor-side file group writes, completion."""

@@ -1,0 +1,96 @@
+"""Shared test fixtures: the Hudi-written reference tables, one Spark session, temp tables."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(os.environ.get("INGEST_HUDI_FIXTURES", REPO_ROOT.parent / "shared" / "fixtures" / "hudi-written"))
+FIXTURES_MISSING = (
+    f"Hudi-written fixtures not found at {FIXTURES} (set INGEST_HUDI_FIXTURES to the "
+    "'hudi-written' folder); CI provides them"
+)
+
+
+def fixtures_dir() -> Path:
+    if not FIXTURES.is_dir():
+        pytest.skip(FIXTURES_MISSING)
+    return FIXTURES
+
+
+def fixture_table_names() -> list[str]:
+    """Names of the zipped Hudi-written tables (empty when the fixtures are absent)."""
+    tables = FIXTURES / "tables"
+    return sorted(p.stem for p in tables.glob("*.zip")) if tables.is_dir() else []
+
+
+def unzip_fixture_table(name: str, dest: Path) -> Path:
+    """Unpack `tables/<name>.zip` into `dest` and return the table folder (skipping macOS noise)."""
+    archive = fixtures_dir() / "tables" / f"{name}.zip"
+    if not archive.is_file():
+        pytest.skip(f"fixture table {archive} is absent")
+    with zipfile.ZipFile(archive) as zf:
+        for member in zf.infolist():
+            if member.filename.startswith("__MACOSX") or "/.DS_Store" in member.filename:
+                continue
+            zf.extract(member, dest)
+    table = dest / name
+    assert (table / ".hoodie" / "hoodie.properties").is_file(), f"{archive} holds no table {name}"
+    return table
+
+
+@pytest.fixture
+def hudi_table_copy(tmp_path):
+    """Factory: a fresh, writable copy of a Hudi-written fixture table."""
+
+    def make(name: str) -> Path:
+        return unzip_fixture_table(name, tmp_path / "fixtures")
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def fixture_tables(tmp_path_factory) -> dict[str, Path]:
+    """Read-only unpacked copies of every fixture table, shared by the session."""
+    fixtures_dir()
+    dest = tmp_path_factory.mktemp("hudi-written")
+    return {name: unzip_fixture_table(name, dest) for name in fixture_table_names()}
+
+
+def fixture_log_files() -> list[Path]:
+    """Every Hudi log file in the fixtures: the loose ones and those inside the v6 tables."""
+    root = fixtures_dir()
+    loose = [p for p in (root / "log-files").rglob("*") if p.is_file() and ".log." in p.name]
+    return sorted(loose)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One SparkSession (local[2]) for the whole test session."""
+    from ingest.spark.session import get_or_create
+
+    session = get_or_create(
+        master="local[2]",
+        app_name="ingest-tests",
+        conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"},
+    )
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def table_dir(tmp_path) -> Path:
+    """An empty folder for a table."""
+    path = tmp_path / "table"
+    path.mkdir()
+    return path
+
+
+def copy_tree(src: Path, dest: Path) -> Path:
+    shutil.copytree(src, dest)
+    return dest
