@@ -27,7 +27,7 @@ def _escape(text: str, *, is_key: bool) -> str:
             # Java escapes UTF-16 code units, so characters beyond the BMP become surrogate pairs.
             data = ch.encode("utf-16-be")
             for j in range(0, len(data), 2):
-                out.append("\\u%02X%02X" % (data[j], data[j + 1]))
+                out.append(f"\\u{data[j]:02X}{data[j + 1]:02X}")
         else:
             out.append(ch)
     return "".join(out)

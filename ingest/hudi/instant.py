@@ -1,0 +1,131 @@
+"""Instants: the points of a table's timeline, and the times that name them.
+
+An instant time is `yyyyMMddHHmmssSSS`; times compare as strings, and a new one must be greater
+than every instant already on the timeline (completed, pending or rolled back), or readers would
+order commits wrongly. The file name of an instant encodes its action and state; a `commit` that is
+in flight is the historical `<ts>.inflight`, every other action is `<ts>.<action>.inflight`.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from enum import Enum
+
+INSTANT_FORMAT = "%Y%m%d%H%M%S"
+INSTANT_LENGTH = 17
+
+
+class Action(str, Enum):
+    COMMIT = "commit"
+    DELTA_COMMIT = "deltacommit"
+    CLEAN = "clean"
+    ROLLBACK = "rollback"
+    SAVEPOINT = "savepoint"
+    COMPACTION = "compaction"
+    LOG_COMPACTION = "logcompaction"
+    REPLACE_COMMIT = "replacecommit"
+    CLUSTERING = "clustering"
+    RESTORE = "restore"
+    INDEXING = "indexing"
+    SCHEMA_COMMIT = "schemacommit"
+
+
+class State(str, Enum):
+    REQUESTED = "REQUESTED"
+    INFLIGHT = "INFLIGHT"
+    COMPLETED = "COMPLETED"
+
+    @property
+    def rank(self) -> int:
+        return {"REQUESTED": 0, "INFLIGHT": 1, "COMPLETED": 2}[self.value]
+
+
+# Actions whose completed form is a `.commit` file.
+_COMPLETES_AS_COMMIT = {Action.COMPACTION}
+# Actions that write data files (the rest are table services' bookkeeping).
+WRITE_ACTIONS = frozenset({Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION})
+
+
+@dataclass(frozen=True, order=True)
+class Instant:
+    """One state of one action at one time, as named by a file under `.hoodie/`."""
+
+    timestamp: str
+    action: Action
+    state: State
+
+    @property
+    def file_name(self) -> str:
+        ts, action = self.timestamp, self.action
+        if self.state is State.COMPLETED:
+            if action in _COMPLETES_AS_COMMIT:
+                return f"{ts}.{Action.COMMIT.value}"
+            return f"{ts}.{action.value}"
+        if self.state is State.INFLIGHT:
+            if action is Action.COMMIT:
+                return f"{ts}.inflight"
+            return f"{ts}.{action.value}.inflight"
+        return f"{ts}.{action.value}.requested"
+
+    @property
+    def is_completed(self) -> bool:
+        return self.state is State.COMPLETED
+
+    def to(self, state: State) -> Instant:
+        return Instant(self.timestamp, self.action, state)
+
+    @classmethod
+    def parse(cls, file_name: str) -> Instant | None:
+        """The instant a timeline file names, or None for files that are not instants."""
+        parts = file_name.split(".")
+        ts = parts[0]
+        if len(parts) < 2 or not ts.isdigit():
+            return None
+        rest = parts[1:]
+        try:
+            if rest == ["inflight"]:
+                return cls(ts, Action.COMMIT, State.INFLIGHT)
+            if len(rest) == 1:
+                return cls(ts, Action(rest[0]), State.COMPLETED)
+            if len(rest) == 2 and rest[1] in ("requested", "inflight"):
+                state = State.REQUESTED if rest[1] == "requested" else State.INFLIGHT
+                return cls(ts, Action(rest[0]), state)
+        except ValueError:
+            return None
+        return None
+
+
+def format_instant(moment: datetime) -> str:
+    moment = moment.astimezone(timezone.utc)
+    return moment.strftime(INSTANT_FORMAT) + f"{moment.microsecond // 1000:03d}"
+
+
+def parse_instant(ts: str) -> datetime:
+    """The UTC moment of an instant time (tables we create keep their timeline in UTC)."""
+    base = datetime.strptime(ts[:14], INSTANT_FORMAT).replace(tzinfo=timezone.utc)
+    millis = int(ts[14:17] or 0)
+    return base + timedelta(milliseconds=millis)
+
+
+def instant_after(ts: str) -> str:
+    """The smallest instant time strictly after `ts`."""
+    return format_instant(parse_instant(ts) + timedelta(milliseconds=1))
+
+
+class InstantTimeGenerator:
+    """Strictly increasing instant times: never equal within a millisecond, never behind the table."""
+
+    _lock = threading.Lock()
+    _last: str = "0" * INSTANT_LENGTH
+
+    @classmethod
+    def new(cls, after: str | None = None) -> str:
+        with cls._lock:
+            candidate = format_instant(datetime.now(timezone.utc))
+            floor = max(cls._last, after or "")
+            if candidate <= floor:
+                candidate = instant_after(floor)
+            cls._last = candidate
+            return candidate

@@ -1,0 +1,121 @@
+"""A Hudi table on storage: its config, a timeline snapshot, its schema and its file system view.
+
+This is the handle that readers, writers, table services and CLI commands open. It holds no cached
+file listing of its own: `timeline()` and `view()` take fresh snapshots, so every caller decides
+explicitly which snapshot its decisions are made against.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ingest.errors import TableConfigConflict, TableNotFound
+from ingest.hudi import schema as avro
+from ingest.hudi.commit_metadata import CommitMetadata
+from ingest.hudi.file_system_view import FileSystemView
+from ingest.hudi.instant import Action, Instant
+from ingest.hudi.table_config import PROPERTIES_PATH, TableConfig, TableConfigKey
+from ingest.hudi.timeline import AUX_FOLDER, METAFOLDER, TEMP_FOLDER, Timeline, read_instant
+from ingest.storage import Storage
+
+SCHEMA_KEY = "schema"
+
+
+@dataclass(frozen=True)
+class HudiTable:
+    storage: Storage
+    config: TableConfig
+
+    # -- opening and creating -------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, url: str, storage_options: Mapping[str, Any] | None = None) -> HudiTable:
+        storage = Storage(url, storage_options)
+        return cls(storage, TableConfig.load(storage))
+
+    @classmethod
+    def exists(cls, url: str, storage_options: Mapping[str, Any] | None = None) -> bool:
+        return Storage(url, storage_options).exists(PROPERTIES_PATH)
+
+    @classmethod
+    def create(
+        cls,
+        url: str,
+        settings: Mapping[str, str],
+        schema: avro.AvroSchema | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> HudiTable:
+        """Create the table's `.hoodie` folder and properties (fails if a table is already there)."""
+        storage = Storage(url, storage_options)
+        given = dict(settings)
+        if schema is not None:
+            given[TableConfigKey.CREATE_SCHEMA.key] = avro.to_json(avro.without_meta_fields(schema))
+        config = TableConfig.build(given)
+        for folder in (METAFOLDER, f"{METAFOLDER}/archived", AUX_FOLDER, TEMP_FOLDER):
+            storage.makedirs(folder)
+        if not storage.create(PROPERTIES_PATH, config.to_bytes()):
+            raise TableConfigConflict(url, [("hoodie.properties", "exists", "new table")])
+        return cls(storage, config)
+
+    @classmethod
+    def open_or_create(
+        cls,
+        url: str,
+        settings: Mapping[str, str],
+        schema: avro.AvroSchema | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> HudiTable:
+        """Open the table, checking the given settings agree with it; create it if absent."""
+        try:
+            table = cls.open(url, storage_options)
+        except TableNotFound:
+            try:
+                return cls.create(url, settings, schema, storage_options)
+            except TableConfigConflict:
+                table = cls.open(url, storage_options)  # created concurrently: validate below
+        table.config.check_compatible(url, settings)
+        return table
+
+    # -- snapshots ------------------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def base_url(self) -> str:
+        return self.storage.base_url
+
+    def timeline(self) -> Timeline:
+        return Timeline.load(self.storage)
+
+    def view(self, timeline: Timeline | None = None) -> FileSystemView:
+        timeline = timeline or self.timeline()
+        return FileSystemView.load(self.storage, timeline, replaced=self.replaced_file_groups(timeline))
+
+    def commit_metadata(self, instant: Instant) -> CommitMetadata:
+        return CommitMetadata.from_bytes(read_instant(self.storage, instant))
+
+    def replaced_file_groups(self, timeline: Timeline) -> frozenset[tuple[str, str]]:
+        out = set()
+        for instant in timeline.completed(Action.REPLACE_COMMIT):
+            raw = json.loads(read_instant(self.storage, instant) or b"{}")
+            for partition, file_ids in (raw.get("partitionToReplaceFileIds") or {}).items():
+                out.update((partition, f) for f in file_ids)
+        return frozenset(out)
+
+    def schema(self, timeline: Timeline | None = None, as_of: str | None = None) -> avro.AvroSchema | None:
+        """The table's Avro schema (no meta fields): from the latest commit as of `as_of`, else at creation."""
+        timeline = timeline or self.timeline()
+        for instant in reversed(timeline.completed(Action.DELTA_COMMIT, Action.COMMIT, Action.COMPACTION,
+                                                   Action.REPLACE_COMMIT)):
+            if as_of is not None and instant.timestamp > as_of:
+                continue
+            text = self.commit_metadata(instant).schema
+            if text:
+                return avro.without_meta_fields(avro.parse(text))
+        created = self.config.create_schema
+        return avro.without_meta_fields(avro.parse(created)) if created else None

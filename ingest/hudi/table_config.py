@@ -1,0 +1,241 @@
+"""`hoodie.properties`: the table's identity and its merge rules, typed in one place.
+
+Every key we read or write is a member of `TableConfigKey` with its default and parser, so nothing
+else in the code base spells a property name. Keys we do not know are kept untouched: other engines
+put their own settings there, and rewriting the file must not lose them.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from ingest.errors import TableConfigConflict, TableNotFound, UnsupportedTable
+from ingest.hudi import properties
+from ingest.storage import Storage
+
+PROPERTIES_PATH = ".hoodie/hoodie.properties"
+TABLE_VERSION = 6
+
+DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
+OVERWRITE_WITH_LATEST_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
+DEFAULT_MERGER_STRATEGY = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
+# Payloads that keep the record with the larger ordering value across commits (event-time ordering).
+EVENT_TIME_PAYLOADS = frozenset({
+    DEFAULT_PAYLOAD,
+    "org.apache.hudi.common.model.PartialUpdateAvroPayload",
+    "org.apache.hudi.common.model.EventTimeAvroPayload",
+})
+
+
+def _bool(raw: str) -> bool:
+    value = raw.strip().lower()
+    if value not in ("true", "false"):
+        raise ValueError(f"expected true or false, got {raw!r}")
+    return value == "true"
+
+
+def _list(raw: str) -> tuple[str, ...]:
+    return tuple(p.strip() for p in raw.split(",") if p.strip())
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    """A setting's name, default and parser: the single place that knows how to read it."""
+
+    key: str
+    default: str | None = None
+    parse: Callable[[str], Any] = str
+    doc: str = ""
+    alternatives: tuple[str, ...] = ()
+
+    def normalize(self, raw: str) -> Any:
+        """The comparable form of a raw value (so `True` and `true` do not conflict)."""
+        try:
+            return self.parse(raw)
+        except ValueError:
+            return raw
+
+
+class TableConfigKey(Enum):
+    NAME = ConfigKey("hoodie.table.name", doc="Table name; also names the Avro record.")
+    DATABASE_NAME = ConfigKey("hoodie.database.name", "default", doc="Database the table is registered in.")
+    TABLE_TYPE = ConfigKey("hoodie.table.type", "COPY_ON_WRITE", doc="MERGE_ON_READ for tables we write.")
+    VERSION = ConfigKey("hoodie.table.version", str(TABLE_VERSION), int, "On-disk format version.")
+    TIMELINE_LAYOUT_VERSION = ConfigKey("hoodie.timeline.layout.version", "1", int)
+    RECORD_KEY_FIELDS = ConfigKey("hoodie.table.recordkey.fields", None, _list)
+    PARTITION_FIELDS = ConfigKey("hoodie.table.partition.fields", None, _list)
+    PRECOMBINE_FIELD = ConfigKey("hoodie.table.precombine.field", None, str, "Ordering field.")
+    KEY_GENERATOR_CLASS = ConfigKey("hoodie.table.keygenerator.class")
+    HIVE_STYLE_PARTITIONING = ConfigKey("hoodie.datasource.write.hive_style_partitioning", "false", _bool)
+    URL_ENCODE_PARTITIONING = ConfigKey("hoodie.datasource.write.partitionpath.urlencode", "false", _bool)
+    DROP_PARTITION_COLUMNS = ConfigKey("hoodie.datasource.write.drop.partition.columns", "false", _bool)
+    PAYLOAD_CLASS = ConfigKey("hoodie.compaction.payload.class", OVERWRITE_WITH_LATEST_PAYLOAD)
+    RECORD_MERGER_STRATEGY = ConfigKey("hoodie.compaction.record.merger.strategy", DEFAULT_MERGER_STRATEGY)
+    ARCHIVELOG_FOLDER = ConfigKey("hoodie.archivelog.folder", "archived")
+    CREATE_SCHEMA = ConfigKey("hoodie.table.create.schema", doc="Avro schema at creation, no meta fields.")
+    BASE_FILE_FORMAT = ConfigKey("hoodie.table.base.file.format", "PARQUET")
+    LOG_FILE_FORMAT = ConfigKey("hoodie.table.log.file.format", "HOODIE_LOG")
+    POPULATE_META_FIELDS = ConfigKey("hoodie.populate.meta.fields", "true", _bool)
+    TIMELINE_TIMEZONE = ConfigKey("hoodie.table.timeline.timezone", "LOCAL")
+    METADATA_PARTITIONS = ConfigKey("hoodie.table.metadata.partitions", "", _list)
+    CHECKSUM = ConfigKey("hoodie.table.checksum", None, int)
+
+    @property
+    def key(self) -> str:
+        return self.value.key
+
+    @classmethod
+    def by_key(cls, key: str) -> TableConfigKey | None:
+        for member in cls:
+            if member.value.key == key or key in member.value.alternatives:
+                return member
+        return None
+
+
+def checksum(database: str | None, table: str) -> int:
+    """Hudi's `hoodie.table.checksum`: CRC32 of `<database>.<table>`."""
+    return zlib.crc32(f"{database or ''}.{table}".encode())
+
+
+@dataclass(frozen=True)
+class TableConfig:
+    """The parsed `hoodie.properties`, in file order, unknown keys included."""
+
+    props: Mapping[str, str] = field(default_factory=dict)
+
+    def raw(self, key: TableConfigKey) -> str | None:
+        spec = key.value
+        for name in (spec.key, *spec.alternatives):
+            if name in self.props:
+                return self.props[name]
+        return spec.default
+
+    def get(self, key: TableConfigKey) -> Any:
+        raw = self.raw(key)
+        return None if raw is None else key.value.parse(raw)
+
+    # -- typed accessors used across the code base ---------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self.get(TableConfigKey.NAME)
+
+    @property
+    def record_key_fields(self) -> tuple[str, ...]:
+        return self.get(TableConfigKey.RECORD_KEY_FIELDS) or ()
+
+    @property
+    def partition_fields(self) -> tuple[str, ...]:
+        return self.get(TableConfigKey.PARTITION_FIELDS) or ()
+
+    @property
+    def precombine_field(self) -> str | None:
+        value = self.get(TableConfigKey.PRECOMBINE_FIELD)
+        return value or None
+
+    @property
+    def payload_class(self) -> str:
+        return self.get(TableConfigKey.PAYLOAD_CLASS)
+
+    @property
+    def event_time_ordering(self) -> bool:
+        """True when the larger ordering value wins across commits (else the latest commit wins)."""
+        return self.precombine_field is not None and self.payload_class in EVENT_TIME_PAYLOADS
+
+    @property
+    def hive_style(self) -> bool:
+        return self.get(TableConfigKey.HIVE_STYLE_PARTITIONING)
+
+    @property
+    def url_encode(self) -> bool:
+        return self.get(TableConfigKey.URL_ENCODE_PARTITIONING)
+
+    @property
+    def create_schema(self) -> str | None:
+        return self.raw(TableConfigKey.CREATE_SCHEMA)
+
+    # -- persistence ----------------------------------------------------------------------------
+
+    @classmethod
+    def load(cls, storage: Storage) -> TableConfig:
+        try:
+            data = storage.read(PROPERTIES_PATH)
+        except FileNotFoundError as e:
+            raise TableNotFound(f"no Hudi table at {storage.base_url} ({PROPERTIES_PATH} is missing)") from e
+        config = cls(properties.loads(properties.decode_bytes(data)))
+        config.check_supported(storage.base_url)
+        return config
+
+    def check_supported(self, where: str) -> None:
+        version = self.get(TableConfigKey.VERSION)
+        table_type = self.raw(TableConfigKey.TABLE_TYPE)
+        if version != TABLE_VERSION:
+            raise UnsupportedTable(
+                f"{where}: table version {version} (only version {TABLE_VERSION} is supported)"
+            )
+        if table_type != "MERGE_ON_READ":
+            raise UnsupportedTable(f"{where}: table type {table_type} (only MERGE_ON_READ is supported)")
+
+    def to_bytes(self) -> bytes:
+        return properties.encode_text(properties.dumps(self.props, "Properties saved on " + _now_iso()))
+
+    def save(self, storage: Storage) -> None:
+        storage.write(PROPERTIES_PATH, self.to_bytes())
+
+    def with_updates(self, updates: Mapping[str, str]) -> TableConfig:
+        merged = dict(self.props)
+        merged.update(updates)
+        table = merged.get(TableConfigKey.NAME.key, "")
+        merged[TableConfigKey.CHECKSUM.key] = str(checksum(merged.get(TableConfigKey.DATABASE_NAME.key), table))
+        return TableConfig(merged)
+
+    @classmethod
+    def build(cls, settings: Mapping[str, str]) -> TableConfig:
+        """A new table's properties: the given settings over the defaults tables we write always carry."""
+        base = {
+            TableConfigKey.TABLE_TYPE.key: "MERGE_ON_READ",
+            TableConfigKey.VERSION.key: str(TABLE_VERSION),
+            TableConfigKey.TIMELINE_LAYOUT_VERSION.key: "1",
+            TableConfigKey.DATABASE_NAME.key: "default",
+            TableConfigKey.ARCHIVELOG_FOLDER.key: "archived",
+            TableConfigKey.HIVE_STYLE_PARTITIONING.key: "false",
+            TableConfigKey.URL_ENCODE_PARTITIONING.key: "false",
+            TableConfigKey.DROP_PARTITION_COLUMNS.key: "false",
+            TableConfigKey.RECORD_MERGER_STRATEGY.key: DEFAULT_MERGER_STRATEGY,
+            TableConfigKey.TIMELINE_TIMEZONE.key: "UTC",
+        }
+        base.update({k: v for k, v in settings.items() if v is not None})
+        if TableConfigKey.PAYLOAD_CLASS.key not in base:
+            has_ordering = bool(base.get(TableConfigKey.PRECOMBINE_FIELD.key))
+            base[TableConfigKey.PAYLOAD_CLASS.key] = DEFAULT_PAYLOAD if has_ordering else OVERWRITE_WITH_LATEST_PAYLOAD
+        if not base.get(TableConfigKey.NAME.key):
+            raise ValueError(f"{TableConfigKey.NAME.key} is required to create a table")
+        return cls({}).with_updates(base)
+
+    def conflicts_with(self, given: Mapping[str, str]) -> list[tuple[str, str | None, str | None]]:
+        """(key, table value, given value) for every given setting the table contradicts."""
+        out = []
+        for key, value in given.items():
+            member = TableConfigKey.by_key(key)
+            existing = self.raw(member) if member else self.props.get(key)
+            if existing is None or value is None:
+                continue
+            spec = member.value if member else ConfigKey(key)
+            if spec.normalize(existing) != spec.normalize(value):
+                out.append((key, existing, value))
+        return out
+
+    def check_compatible(self, table_path: str, given: Mapping[str, str]) -> None:
+        conflicts = self.conflicts_with(given)
+        if conflicts:
+            raise TableConfigConflict(table_path, conflicts)
+
+
+def _now_iso() -> str:
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")

@@ -1,0 +1,161 @@
+"""The active timeline: the instants whose files are under `.hoodie/`.
+
+A `Timeline` is an immutable snapshot taken with one listing; every decision of a commit (what is
+completed, what is pending, what to roll back, which instant time comes next) is made against one
+snapshot. Transitions write files through `Storage`: requested and inflight files may be rewritten,
+the completed file is written once and atomically, and its presence is what makes an instant
+complete for every reader.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from ingest.errors import TimelineError
+from ingest.hudi.instant import WRITE_ACTIONS, Action, Instant, InstantTimeGenerator, State
+from ingest.storage import Storage
+
+METAFOLDER = ".hoodie"
+ARCHIVE_FOLDER = f"{METAFOLDER}/archived"
+TEMP_FOLDER = f"{METAFOLDER}/.temp"
+AUX_FOLDER = f"{METAFOLDER}/.aux"
+
+
+def instant_path(instant: Instant) -> str:
+    return f"{METAFOLDER}/{instant.file_name}"
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """Instants by time; each carries its most advanced state (requested < inflight < completed)."""
+
+    instants: tuple[Instant, ...]
+    files: frozenset[str] = field(default=frozenset(), repr=False)
+
+    @classmethod
+    def load(cls, storage: Storage) -> Timeline:
+        names = [e.name for e in storage.list(METAFOLDER) if not e.is_dir]
+        return cls.from_file_names(names)
+
+    @classmethod
+    def from_file_names(cls, names: Iterable[str]) -> Timeline:
+        by_ts: dict[str, list[Instant]] = {}
+        files = set()
+        for name in names:
+            instant = Instant.parse(name)
+            if instant is None:
+                continue
+            files.add(name)
+            by_ts.setdefault(instant.timestamp, []).append(instant)
+        merged = []
+        for ts in sorted(by_ts):
+            found = by_ts[ts]
+            state = max((i.state for i in found), key=lambda s: s.rank)
+            # A completed compaction is a `.commit` next to its `.compaction.*` files: keep the action
+            # that was requested so the timeline knows it is a compaction.
+            pending_actions = [i.action for i in found if i.state is not State.COMPLETED]
+            action = pending_actions[0] if pending_actions else found[0].action
+            merged.append(Instant(ts, action, state))
+        return cls(tuple(merged), frozenset(files))
+
+    # -- queries --------------------------------------------------------------------------------
+
+    def __iter__(self):
+        return iter(self.instants)
+
+    def __len__(self) -> int:
+        return len(self.instants)
+
+    def get(self, timestamp: str) -> Instant | None:
+        for instant in self.instants:
+            if instant.timestamp == timestamp:
+                return instant
+        return None
+
+    def filter(self, *, actions: Iterable[Action] | None = None, states: Iterable[State] | None = None) -> list[Instant]:
+        acts = set(actions) if actions is not None else None
+        sts = set(states) if states is not None else None
+        return [
+            i for i in self.instants
+            if (acts is None or i.action in acts) and (sts is None or i.state in sts)
+        ]
+
+    def completed(self, *actions: Action) -> list[Instant]:
+        return self.filter(actions=actions or None, states=[State.COMPLETED])
+
+    def pending(self, *actions: Action) -> list[Instant]:
+        return self.filter(actions=actions or None, states=[State.REQUESTED, State.INFLIGHT])
+
+    def last_completed(self, *actions: Action) -> Instant | None:
+        done = self.completed(*actions)
+        return done[-1] if done else None
+
+    def completed_write_timestamps(self, as_of: str | None = None) -> frozenset[str]:
+        """Times of completed instants that wrote data (what makes a file or log block visible)."""
+        return frozenset(
+            i.timestamp for i in self.instants
+            if i.is_completed and i.action in WRITE_ACTIONS and (as_of is None or i.timestamp <= as_of)
+        )
+
+    def is_completed(self, timestamp: str) -> bool:
+        instant = self.get(timestamp)
+        return instant is not None and instant.is_completed
+
+    @property
+    def latest_timestamp(self) -> str | None:
+        return self.instants[-1].timestamp if self.instants else None
+
+    def new_instant_time(self) -> str:
+        """An instant time after everything on this timeline."""
+        return InstantTimeGenerator.new(after=self.latest_timestamp)
+
+    def files_of(self, timestamp: str) -> list[str]:
+        """Every timeline file of one instant time (requested, inflight, completed)."""
+        prefix = f"{timestamp}."
+        return sorted(f for f in self.files if f.startswith(prefix))
+
+
+# -- transitions ------------------------------------------------------------------------------
+
+
+def read_instant(storage: Storage, instant: Instant) -> bytes:
+    try:
+        return storage.read(instant_path(instant))
+    except FileNotFoundError as e:
+        raise TimelineError(f"instant file {instant_path(instant)} is missing") from e
+
+
+def request(storage: Storage, timestamp: str, action: Action, content: bytes = b"") -> Instant:
+    instant = Instant(timestamp, action, State.REQUESTED)
+    storage.write(instant_path(instant), content)
+    return instant
+
+
+def start(storage: Storage, instant: Instant, content: bytes = b"") -> Instant:
+    """Move a requested instant to inflight (the requested file stays, as in Hudi)."""
+    if instant.state is not State.REQUESTED:
+        raise TimelineError(f"cannot start {instant.file_name}: it is {instant.state.value}")
+    inflight = instant.to(State.INFLIGHT)
+    storage.write(instant_path(inflight), content)
+    return inflight
+
+
+def complete(storage: Storage, instant: Instant, content: bytes) -> Instant:
+    """Write the completed file: one atomic write that makes the instant visible to readers."""
+    if instant.state is not State.INFLIGHT:
+        raise TimelineError(f"cannot complete {instant.file_name}: it is {instant.state.value}")
+    done = instant.to(State.COMPLETED)
+    storage.write(instant_path(done), content)
+    return done
+
+
+def remove_pending(storage: Storage, timeline: Timeline, timestamp: str) -> None:
+    """Delete the requested/inflight files of an instant that never completed (after its rollback)."""
+    instant = timeline.get(timestamp)
+    if instant is not None and instant.is_completed:
+        raise TimelineError(f"instant {timestamp} is completed; it is rolled back, not removed")
+    # Inflight first, then requested: a crash in between leaves a requested instant, which the next
+    # writer rolls back again (a no-op) rather than an inflight one without its request.
+    for name in sorted(timeline.files_of(timestamp), key=lambda n: n.endswith(".requested")):
+        storage.delete(f"{METAFOLDER}/{name}")
