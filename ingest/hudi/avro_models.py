@@ -88,27 +88,19 @@ ROLLBACK_METADATA: dict[str, Any] = {
             },
         },
         {"name": "version", "type": ["int", "null"], "default": 1},
-        {"name": "instantsRollback", "type": {"type": "array", "items": INSTANT_INFO["name"]}, "default": []},
+        {"name": "instantsRollback", "type": {"type": "array", "items": INSTANT_INFO}, "default": []},
     ],
 }
-
-
-def _with_named_types(schema: dict[str, Any], *dependencies: dict[str, Any]) -> Any:
-    """A schema parsed together with the named types it refers to by name."""
-    named: dict[str, Any] = {}
-    for dep in dependencies:
-        fastavro.parse_schema(dep, named_schemas=named)
-    return fastavro.parse_schema(schema, named_schemas=named)
 
 
 _PARSED: dict[str, Any] = {}
 
 
 def parsed(schema: dict[str, Any]) -> Any:
+    """Each schema defines the named types it uses inline, so it parses on its own."""
     key = schema["name"]
     if key not in _PARSED:
-        deps = (INSTANT_INFO,) if schema is ROLLBACK_METADATA else ()
-        _PARSED[key] = _with_named_types(schema, *deps)
+        _PARSED[key] = fastavro.parse_schema(schema)
     return _PARSED[key]
 
 
