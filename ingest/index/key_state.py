@@ -1,0 +1,184 @@
+"""The persisted record-key index: for every key, where it lives and its latest ordering value.
+
+The writer needs two answers per incoming key, in the executor that handles it: which file group
+holds the key (routing for the `key` index), and which version of the key the table currently shows
+(its ordering value, or that it was deleted). The second answer lets the writer keep every key's
+history monotonic in its ordering value, so that every Hudi reader — whatever its merge rules for
+deletes — resolves the same rows (see `ingest.write.precombine`).
+
+Layout: `.hoodie/.aux/ingest/key_index/<shard>/<instant>.{delta,base}.parquet`. A task loads only its
+shard. A segment counts only once its instant has completed (or is older than the active timeline),
+so a crashed batch's segments are invisible, and rollback deletes them through their markers.
+When a shard accumulates deltas, the writer folds them into a new base segment.
+"""
+
+from __future__ import annotations
+
+import io
+import posixpath
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ingest.hudi.timeline import AUX_FOLDER
+from ingest.storage import Storage
+
+INDEX_ROOT = f"{AUX_FOLDER}/ingest/key_index"
+KEY = "key"
+PARTITION = "partition"
+FILE_ID = "file_id"
+ORDERING = "ordering"
+DELETED = "deleted"
+INSTANT = "instant"
+MAX_DELTAS = 8
+
+_SEGMENT_RE = re.compile(r"^(\d+)\.(delta|base)\.parquet$")
+
+
+def state_schema(ordering_type: pa.DataType | None) -> pa.Schema:
+    return pa.schema([
+        pa.field(KEY, pa.string(), nullable=False),
+        pa.field(PARTITION, pa.string(), nullable=False),
+        pa.field(FILE_ID, pa.string(), nullable=False),
+        pa.field(ORDERING, ordering_type or pa.null()),
+        pa.field(DELETED, pa.bool_(), nullable=False),
+        pa.field(INSTANT, pa.string(), nullable=False),
+    ])
+
+
+@dataclass(frozen=True)
+class Segment:
+    shard: str
+    instant: str
+    kind: str  # "delta" | "base"
+
+    @property
+    def path(self) -> str:
+        return posixpath.join(INDEX_ROOT, self.shard, f"{self.instant}.{self.kind}.parquet")
+
+
+def segment_folder(shard: str) -> str:
+    return posixpath.join(INDEX_ROOT, shard)
+
+
+def list_segments(storage: Storage, shard: str) -> list[Segment]:
+    out = []
+    for entry in storage.list(segment_folder(shard)):
+        m = _SEGMENT_RE.match(entry.name)
+        if m and not entry.is_dir:
+            out.append(Segment(shard, m.group(1), m.group(2)))
+    return sorted(out, key=lambda s: (s.instant, s.kind != "base"))
+
+
+def _read(storage: Storage, segment: Segment) -> pa.Table:
+    return pq.read_table(io.BytesIO(storage.read(segment.path)))
+
+
+def _latest_per_identity(table: pa.Table, global_scope: bool) -> pa.Table:
+    """One row per key (global) or per (key, partition): the row of the latest instant."""
+    if table.num_rows == 0:
+        return table
+    idx = pa.array(range(table.num_rows), pa.int64())
+    keyed = table.append_column("__i", idx)
+    sort_keys = [(KEY, "ascending")] + ([] if global_scope else [(PARTITION, "ascending")])
+    sort_keys += [(INSTANT, "ascending"), ("__i", "ascending")]
+    ordered = keyed.take(pc.sort_indices(keyed, sort_keys=sort_keys))
+    keys = ordered.column(KEY)
+    same_next = pc.equal(keys.slice(1), keys.slice(0, len(keys) - 1))
+    if not global_scope:
+        parts = ordered.column(PARTITION)
+        same_next = pc.and_(same_next, pc.equal(parts.slice(1), parts.slice(0, len(parts) - 1)))
+    last = pc.invert(pa.concat_arrays([c for c in same_next.chunks] or [pa.array([], pa.bool_())]))
+    last = pa.concat_arrays([last, pa.array([True])])
+    return ordered.filter(last).drop_columns(["__i"])
+
+
+@dataclass(frozen=True)
+class ShardState:
+    """The visible state of one shard, plus what is needed to write its next segment."""
+
+    shard: str
+    table: pa.Table
+    segments: tuple[Segment, ...]
+
+    @property
+    def deltas_since_base(self) -> int:
+        return sum(1 for s in self.segments if s.kind == "delta")
+
+
+class KeyStateStore:
+    """Reads and writes shard segments through `Storage`."""
+
+    def __init__(self, storage: Storage, ordering_type: pa.DataType | None, global_scope: bool):
+        self.storage = storage
+        self.ordering_type = ordering_type
+        self.global_scope = global_scope
+        self.schema = state_schema(ordering_type)
+
+    def load(self, shard: str, is_visible: Callable[[str], bool]) -> ShardState:
+        segments = [s for s in list_segments(self.storage, shard) if is_visible(s.instant)]
+        bases = [s for s in segments if s.kind == "base"]
+        if bases:
+            latest_base = bases[-1]
+            segments = [latest_base] + [s for s in segments if s.kind == "delta" and s.instant > latest_base.instant]
+        tables = [self._conform(_read(self.storage, s)) for s in segments]
+        table = pa.concat_tables(tables) if tables else self.schema.empty_table()
+        return ShardState(shard, _latest_per_identity(table, self.global_scope), tuple(segments))
+
+    def _conform(self, table: pa.Table) -> pa.Table:
+        if table.schema.equals(self.schema):
+            return table
+        cols = []
+        for field in self.schema:
+            col = table.column(field.name) if field.name in table.column_names else pa.nulls(table.num_rows, field.type)
+            cols.append(col.cast(field.type) if col.type != field.type else col)
+        return pa.Table.from_arrays(cols, schema=self.schema)
+
+    def write(self, state: ShardState, changes: pa.Table, instant: str) -> Segment:
+        """Write this instant's changes to the shard, folding deltas into a base when there are many."""
+        changes = self._conform(changes)
+        if state.deltas_since_base + 1 > MAX_DELTAS:
+            merged = _latest_per_identity(pa.concat_tables([state.table, changes]), self.global_scope)
+            segment = Segment(state.shard, instant, "base")
+            data = merged
+        else:
+            segment = Segment(state.shard, instant, "delta")
+            data = changes
+        buf = io.BytesIO()
+        pq.write_table(data, buf, compression="zstd")
+        self.storage.write(segment.path, buf.getvalue())
+        return segment
+
+    def prune(self, state: ShardState) -> None:
+        """Delete segments superseded by the shard's latest visible base (safe: none are read again)."""
+        bases = [s for s in state.segments if s.kind == "base"]
+        if not bases:
+            return
+        floor = bases[-1].instant
+        for segment in list_segments(self.storage, state.shard):
+            if segment.instant < floor:
+                self.storage.delete(segment.path)
+
+
+def shard_names(storage: Storage) -> list[str]:
+    """Every shard folder (shard names may contain `/`, e.g. `<partition>/<bucket>`)."""
+    names = set()
+    for entry in storage.walk_files(INDEX_ROOT):
+        m = _SEGMENT_RE.match(entry.name)
+        if m:
+            names.add(posixpath.dirname(entry.path)[len(INDEX_ROOT) + 1:])
+    return sorted(names)
+
+
+def visibility(completed: Iterable[str], timeline_start: str | None) -> Callable[[str], bool]:
+    """Segments of completed instants, or of instants older than the active timeline (archived)."""
+    done = frozenset(completed)
+
+    def is_visible(ts: str) -> bool:
+        return ts in done or (timeline_start is not None and ts < timeline_start)
+
+    return is_visible

@@ -1,0 +1,163 @@
+"""Resolving a pre-combined batch against the table's current versions (the key state).
+
+Every Hudi reader merges a key's versions differently when deletes are involved (Hudi's Java
+payloads, hudi-rs and Trino disagree on deletes that carry ordering values). We sidestep the
+disagreement at write time: a version whose ordering value is lower than the key's current one (live
+or deleted) is stale and is not written. Every key's history on disk is then monotonic in its
+ordering value, deletes can be written as Hudi's "delete regardless of ordering" (ordering 0), and
+all readers resolve the same rows — the event-time result.
+
+For commit-time tables (no ordering field, or a latest-commit-wins payload) nothing is stale: the
+batch's version always wins.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ingest.index import key_state as ks
+from ingest.write.precombine import DELETE, KEY, PARTITION
+
+FILE_ID = "_ingest_file_id"
+IS_UPDATE = "_ingest_is_update"
+S_PARTITION = "_state_partition"
+S_FILE_ID = "_state_file_id"
+S_ORDERING = "_state_ordering"
+S_DELETED = "_state_deleted"
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """What a batch does to the table, before new keys are assigned file groups."""
+
+    upserts: pa.Table        # data rows; FILE_ID null for keys that need a file group; IS_UPDATE
+    deletes: pa.Table        # KEY, PARTITION, FILE_ID of versions to delete
+    deleted_state: pa.Table  # key-state rows of the keys this batch deletes
+    stale: int               # versions older than the table's current one (not written)
+    missing_deletes: int     # deletes of keys the table does not hold (nothing to do)
+
+
+def _np(arr) -> np.ndarray:
+    return np.asarray(arr.to_numpy(zero_copy_only=False))
+
+
+def resolve(
+    combined: pa.Table,
+    state: pa.Table,
+    ordering_field: str | None,
+    event_time: bool,
+    global_scope: bool,
+) -> Resolved:
+    join_keys = [KEY] if global_scope else [KEY, PARTITION]
+    renamed = state.select([ks.KEY, ks.PARTITION, ks.FILE_ID, ks.ORDERING, ks.DELETED])
+    renamed = renamed.rename_columns([KEY, S_PARTITION, S_FILE_ID, S_ORDERING, S_DELETED])
+    if not global_scope:
+        renamed = renamed.append_column(PARTITION, renamed.column(S_PARTITION))
+    if combined.num_rows == 0:
+        joined = combined
+        for name, typ in ((S_PARTITION, pa.string()), (S_FILE_ID, pa.string()),
+                          (S_ORDERING, renamed.schema.field(S_ORDERING).type), (S_DELETED, pa.bool_())):
+            joined = joined.append_column(name, pa.nulls(0, typ))
+    else:
+        joined = combined.join(renamed, keys=join_keys, join_type="left outer", use_threads=False)
+
+    n = joined.num_rows
+    has_state = _np(pc.is_valid(joined.column(S_FILE_ID))).astype(bool) if n else np.zeros(0, bool)
+    state_deleted = _np(pc.fill_null(joined.column(S_DELETED), False)).astype(bool) if n else np.zeros(0, bool)
+    live = has_state & ~state_deleted
+    is_delete = _np(joined.column(DELETE)).astype(bool) if n else np.zeros(0, bool)
+
+    stale = np.zeros(n, dtype=bool)
+    if event_time and ordering_field is not None and n:
+        incoming = joined.column(ordering_field)
+        current = joined.column(S_ORDERING)
+        if current.type != incoming.type and current.null_count < len(current):
+            current = current.cast(incoming.type)
+        if current.null_count < len(current):
+            older = pc.fill_null(pc.less(incoming, current), False)
+            stale = _np(older).astype(bool) & has_state
+
+    data = ~is_delete & ~stale
+    delete_effective = is_delete & live & ~stale
+    moved = np.zeros(n, dtype=bool)
+    if global_scope and n:
+        same_partition = _np(pc.fill_null(pc.equal(joined.column(PARTITION), joined.column(S_PARTITION)), False)).astype(bool)
+        moved = data & live & ~same_partition
+
+    update_in_place = data & live & ~moved
+    file_ids = pc.if_else(pa.array(update_in_place), joined.column(S_FILE_ID), pa.nulls(n, pa.string())) if n else pa.array([], pa.string())
+    upserts = joined.filter(pa.array(data))
+    upserts = upserts.append_column(FILE_ID, file_ids.filter(pa.array(data)))
+    upserts = upserts.append_column(IS_UPDATE, pa.array(update_in_place[data]))
+    upserts = upserts.drop_columns([S_PARTITION, S_FILE_ID, S_ORDERING, S_DELETED])
+
+    to_delete = delete_effective | moved
+    deletes = pa.table({
+        KEY: joined.column(KEY).filter(pa.array(to_delete)),
+        PARTITION: joined.column(S_PARTITION).filter(pa.array(to_delete)),
+        FILE_ID: joined.column(S_FILE_ID).filter(pa.array(to_delete)),
+        # Deletes of moved keys are housekeeping: the key lives on in its new partition.
+        "_ingest_moved": pa.array(moved[to_delete]),
+    }) if n else pa.table({KEY: pa.array([], pa.string()), PARTITION: pa.array([], pa.string()),
+                           FILE_ID: pa.array([], pa.string()), "_ingest_moved": pa.array([], pa.bool_())})
+    eff = pa.array(delete_effective)
+    state_ordering = joined.column(S_ORDERING).filter(eff)
+    if ordering_field is not None:
+        incoming_ordering = joined.column(ordering_field).filter(eff)
+        if state_ordering.type != incoming_ordering.type:
+            state_ordering = state_ordering.cast(incoming_ordering.type)
+        state_ordering = pc.coalesce(incoming_ordering, state_ordering)
+    deleted_state = pa.table({
+        ks.KEY: joined.column(KEY).filter(eff),
+        ks.PARTITION: joined.column(S_PARTITION).filter(eff),
+        ks.FILE_ID: joined.column(S_FILE_ID).filter(eff),
+        ks.ORDERING: state_ordering,
+        ks.DELETED: pa.array(np.ones(int(delete_effective.sum()), dtype=bool)),
+    }) if n else None
+    return Resolved(
+        upserts=upserts,
+        deletes=deletes,
+        deleted_state=deleted_state if deleted_state is not None else pa.table({}),
+        stale=int(stale.sum()),
+        missing_deletes=int((is_delete & ~live & ~stale).sum()),
+    )
+
+
+def state_changes(
+    upserts_with_file_ids: pa.Table,
+    deleted_state: pa.Table,
+    ordering_field: str | None,
+    ordering_type: pa.DataType | None,
+    instant: str,
+) -> pa.Table:
+    """Key-state rows this instant writes: new locations and orderings, and deletions."""
+    schema = ks.state_schema(ordering_type)
+    n = upserts_with_file_ids.num_rows
+    if ordering_field is not None and ordering_type is not None:
+        ordering = upserts_with_file_ids.column(ordering_field).cast(ordering_type)
+    else:
+        ordering = pa.nulls(n, schema.field(ks.ORDERING).type)
+    live = pa.table({
+        ks.KEY: upserts_with_file_ids.column(KEY),
+        ks.PARTITION: upserts_with_file_ids.column(PARTITION),
+        ks.FILE_ID: upserts_with_file_ids.column(FILE_ID),
+        ks.ORDERING: ordering,
+        ks.DELETED: pa.array(np.zeros(n, dtype=bool)),
+        ks.INSTANT: pa.array([instant] * n, pa.string()),
+    }, schema=schema)
+    if not deleted_state.num_rows:
+        return live
+    m = deleted_state.num_rows
+    dead = pa.table({
+        ks.KEY: deleted_state.column(ks.KEY),
+        ks.PARTITION: deleted_state.column(ks.PARTITION),
+        ks.FILE_ID: deleted_state.column(ks.FILE_ID),
+        ks.ORDERING: deleted_state.column(ks.ORDERING).cast(schema.field(ks.ORDERING).type),
+        ks.DELETED: deleted_state.column(ks.DELETED),
+        ks.INSTANT: pa.array([instant] * m, pa.string()),
+    }, schema=schema)
+    return pa.concat_tables([live, dead])
