@@ -23,6 +23,8 @@ from typing import IO, Any
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
+from ingest import faults
+
 
 @dataclass(frozen=True)
 class FileInfo:
@@ -146,8 +148,12 @@ class Storage:
 
     # -- writes ---------------------------------------------------------------------------------
 
-    def write(self, rel: str, data: bytes) -> None:
-        """Replace `rel` with `data` atomically (readers never see a partial file)."""
+    def write(self, rel: str, data: bytes, *, crash_point: str | None = None) -> None:
+        """Replace `rel` with `data` atomically (readers never see a partial file).
+
+        `crash_point` names a fault-injection point (see `ingest.faults`) reached after the bytes are
+        written aside and before they are published.
+        """
         full = self.full_path(rel)
         if self.is_local:
             directory = os.path.dirname(full)
@@ -158,11 +164,15 @@ class Storage:
                     f.write(data)
                     f.flush()
                     os.fsync(f.fileno())
+                if crash_point:
+                    faults.crash_point(crash_point)
                 os.replace(tmp, full)
             finally:
                 if os.path.exists(tmp):
                     os.unlink(tmp)
         else:
+            if crash_point:
+                faults.crash_point(crash_point)
             self.fs.pipe_file(full, data)
 
     def create(self, rel: str, data: bytes) -> bool:
@@ -209,6 +219,21 @@ class Storage:
             f.flush()
             os.fsync(f.fileno())
             return f.tell()
+
+    def truncate(self, rel: str, size: int) -> None:
+        """Cut `rel` back to `size` bytes (local file systems only).
+
+        Used when a retried task finds bytes that an earlier attempt of the same task appended past the
+        point the commit plan recorded: those bytes belong to no one else, so removing them restores the
+        file the plan describes.
+        """
+        if not self.can_append:
+            raise OSError(f"{self.base_url} does not support truncating files")
+        full = self.full_path(rel)
+        with open(full, "r+b") as f:
+            f.truncate(size)
+            f.flush()
+            os.fsync(f.fileno())
 
     def delete(self, rel: str) -> bool:
         """Remove a file; False if it was already gone."""

@@ -141,12 +141,12 @@ def start(storage: Storage, instant: Instant, content: bytes = b"") -> Instant:
     return inflight
 
 
-def complete(storage: Storage, instant: Instant, content: bytes) -> Instant:
+def complete(storage: Storage, instant: Instant, content: bytes, *, crash_point: str | None = None) -> Instant:
     """Write the completed file: one atomic write that makes the instant visible to readers."""
     if instant.state is not State.INFLIGHT:
         raise TimelineError(f"cannot complete {instant.file_name}: it is {instant.state.value}")
     done = instant.to(State.COMPLETED)
-    storage.write(instant_path(done), content)
+    storage.write(instant_path(done), content, crash_point=crash_point)
     return done
 
 

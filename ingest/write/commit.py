@@ -1,0 +1,194 @@
+"""One commit, seen from the driver: begin, then complete (or roll back).
+
+`begin` decides everything against one timeline snapshot: whether this batch is a replay of one
+already committed (then nothing is written), which crashed instants to roll back first, the writer
+schema, and the new instant time (requested, then inflight). Executors then write files under that
+instant. `complete` removes what failed task attempts left behind (files with markers but no write
+stat), writes partition metadata for new partitions, and publishes the commit file in one atomic
+write: until that write the instant is invisible to every reader, after it, fully visible.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from ingest import __version__
+from ingest.hudi import markers, partition_metadata, rollback
+from ingest.hudi import schema as avro
+from ingest.hudi.commit_metadata import CommitMetadata, WriteStat
+from ingest.hudi.file_system_view import FileSystemView
+from ingest.hudi.instant import Action, Instant, State
+from ingest.hudi.table import HudiTable
+from ingest.hudi.timeline import Timeline, complete, request, start
+
+log = logging.getLogger(__name__)
+
+SINK_CHECKPOINT_KEY = "_hudi_streaming_sink_checkpoint"  # Hudi's HoodieStreamingSink key
+WRITER_KEY = "ingest.writer"
+
+
+@dataclass(frozen=True)
+class BatchId:
+    """A streaming micro-batch: the query's checkpoint identifier and Spark's batch id."""
+
+    checkpoint_id: str
+    batch_id: int
+
+
+@dataclass(frozen=True)
+class Transaction:
+    table: HudiTable
+    timeline: Timeline
+    instant: Instant
+    schema: avro.AvroSchema  # writer schema, no meta fields
+    view: FileSystemView
+    operation: str
+    batch: BatchId | None = None
+    rolled_back: tuple[str, ...] = ()
+    existing_partitions: frozenset[str] = field(default=frozenset())
+
+    @property
+    def instant_time(self) -> str:
+        return self.instant.timestamp
+
+    @property
+    def writer_schema(self) -> avro.AvroSchema:
+        return avro.with_meta_fields(self.schema)
+
+
+def committed_batch(table: HudiTable, timeline: Timeline, checkpoint_id: str) -> tuple[int, Instant] | None:
+    """The newest batch id committed under `checkpoint_id`, as Hudi's streaming sink records it."""
+    for instant in reversed(timeline.completed(Action.DELTA_COMMIT, Action.COMMIT)):
+        raw = table.commit_metadata(instant).extra_metadata.get(SINK_CHECKPOINT_KEY)
+        if not raw:
+            continue
+        try:
+            value = json.loads(raw).get(checkpoint_id)
+        except (ValueError, AttributeError):
+            continue
+        if value is not None:
+            return int(value), instant
+    return None
+
+
+def recover(table: HudiTable, timeline: Timeline) -> tuple[Timeline, tuple[str, ...]]:
+    """Finish interrupted rollbacks and roll back writes that never completed."""
+    storage = table.storage
+    rolled = []
+    for pending in timeline.pending(Action.ROLLBACK):
+        rollback.resume(storage, timeline, pending)
+        timeline = table.timeline()
+    for pending in timeline.pending(Action.DELTA_COMMIT, Action.COMMIT):
+        log.warning("rolling back instant %s left %s by a writer that stopped", pending.timestamp,
+                    pending.state.value.lower())
+        rollback.rollback(storage, timeline, pending.timestamp)
+        rolled.append(pending.timestamp)
+        timeline = table.timeline()
+    return timeline, tuple(rolled)
+
+
+def begin(
+    table: HudiTable,
+    incoming_schema: avro.AvroSchema,
+    operation: str,
+    batch: BatchId | None = None,
+) -> Transaction | None:
+    """Start a commit; None when `batch` was already committed (a replay after a restart)."""
+    timeline = table.timeline()
+    if batch is not None:
+        done = committed_batch(table, timeline, batch.checkpoint_id)
+        if done is not None and batch.batch_id <= done[0]:
+            log.info("batch %s of %s is already committed in %s; skipping the replay",
+                     batch.batch_id, batch.checkpoint_id, done[1].timestamp)
+            return None
+    timeline, rolled = recover(table, timeline)
+    current = table.schema(timeline)
+    schema = avro.evolve(current, incoming_schema) if current is not None else avro.without_meta_fields(incoming_schema)
+    instant_time = timeline.new_instant_time()
+    requested = request(table.storage, instant_time, Action.DELTA_COMMIT)
+    inflight = start(table.storage, requested, CommitMetadata(operation_type=operation.upper()).to_bytes())
+    timeline = table.timeline()
+    view = table.view(timeline)
+    return Transaction(
+        table=table,
+        timeline=timeline,
+        instant=inflight,
+        schema=schema,
+        view=view,
+        operation=operation.upper(),
+        batch=batch,
+        rolled_back=rolled,
+        existing_partitions=frozenset(view.partitions),
+    )
+
+
+def reconcile(txn: Transaction, stats: Iterable[WriteStat], extra_files: Iterable[str] = (),
+              planned_sizes: Mapping[str, int] | None = None) -> list[str]:
+    """Remove what failed or duplicate task attempts wrote: files with a marker but no write stat.
+
+    A file the instant created is deleted; a pre-existing log file that a failed attempt appended to
+    is cut back to the size the plan recorded (local disks; object stores never append).
+    """
+    storage = txn.table.storage
+    kept = {s.path for s in stats if s.path} | set(extra_files)
+    planned_sizes = planned_sizes or {}
+    removed = []
+    for marker in markers.list_markers(storage, txn.instant_time):
+        path = marker.data_file_path
+        if path in kept or not storage.exists(path):
+            continue
+        if path in planned_sizes:
+            if storage.can_append and storage.size(path) > planned_sizes[path]:
+                storage.truncate(path, planned_sizes[path])
+                removed.append(path)
+            continue
+        storage.delete(path)
+        removed.append(path)
+    return removed
+
+
+def complete_transaction(
+    txn: Transaction,
+    stats: list[WriteStat],
+    extra_metadata: Mapping[str, str] | None = None,
+    extra_files: Iterable[str] = (),
+    planned_sizes: Mapping[str, int] | None = None,
+) -> Instant:
+    """Publish the commit: after this returns, every reader sees the instant's data."""
+    storage = txn.table.storage
+    removed = reconcile(txn, stats, extra_files, planned_sizes)
+    if removed:
+        log.info("removed %d files of failed task attempts: %s", len(removed), removed[:5])
+    by_partition: dict[str, list[WriteStat]] = {}
+    for stat in stats:
+        by_partition.setdefault(stat.partition_path or "", []).append(stat)
+    for partition in sorted(by_partition):
+        if partition not in txn.existing_partitions:
+            partition_metadata.ensure(storage, partition, txn.instant_time)
+    extra = {"schema": avro.to_json(txn.schema)}
+    if txn.batch is not None:
+        extra[SINK_CHECKPOINT_KEY] = json.dumps({txn.batch.checkpoint_id: str(txn.batch.batch_id)},
+                                                separators=(",", ":"))
+    extra[WRITER_KEY] = f"ingest {__version__}"
+    extra.update(extra_metadata or {})
+    metadata = CommitMetadata(
+        partition_to_write_stats={p: tuple(s) for p, s in by_partition.items()},
+        compacted=False,
+        extra_metadata=extra,
+        operation_type=txn.operation,
+    )
+    done = complete(storage, txn.instant, metadata.to_bytes(), crash_point="mid_commit")
+    markers.delete_all(storage, txn.instant_time)
+    return done
+
+
+def abort(txn: Transaction) -> Instant:
+    """Roll back this transaction's instant now (e.g. the write job failed)."""
+    timeline = txn.table.timeline()
+    current = timeline.get(txn.instant_time)
+    if current is None or current.state is State.COMPLETED:
+        raise ValueError(f"instant {txn.instant_time} is not pending")
+    return rollback.rollback(txn.table.storage, timeline, txn.instant_time)

@@ -1,0 +1,154 @@
+"""One writer per table: a lease with heartbeat and expiry, safe on object stores.
+
+Object stores have neither rename nor locks, but they do have put-if-absent. The lease is a series
+of epoch files `.hoodie/.aux/ingest/lock/writer.<epoch>.json`: acquiring means creating the next
+epoch file, which exactly one contender can do. The holder rewrites its own file as a heartbeat. A
+contender may take over only when the current epoch is released or its heartbeat is older than the
+expiry, and it does so by creating the next epoch — so the previous holder, which checks before each
+commit that no newer epoch exists, learns it has lost the lease and stops instead of committing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+
+from ingest.errors import ConcurrentWriterError
+from ingest.hudi.timeline import AUX_FOLDER
+from ingest.storage import Storage
+
+LOCK_FOLDER = f"{AUX_FOLDER}/ingest/lock"
+_EPOCH_RE = re.compile(r"^writer\.(\d{10})\.json$")
+
+
+@dataclass(frozen=True)
+class LeaseRecord:
+    owner: str
+    host: str
+    pid: int
+    acquired_at: float
+    heartbeat_at: float
+    released: bool = False
+
+    def to_bytes(self) -> bytes:
+        return json.dumps(self.__dict__, sort_keys=True).encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> LeaseRecord:
+        d = json.loads(data.decode())
+        return cls(d["owner"], d["host"], int(d["pid"]), float(d["acquired_at"]), float(d["heartbeat_at"]),
+                   bool(d.get("released", False)))
+
+
+def _epoch_path(epoch: int) -> str:
+    return f"{LOCK_FOLDER}/writer.{epoch:010d}.json"
+
+
+class WriterLock:
+    """The lease of one writer process on one table."""
+
+    def __init__(self, storage: Storage, expiry_seconds: float = 60.0, description: str = ""):
+        self.storage = storage
+        self.expiry = expiry_seconds
+        self.owner = f"{uuid.uuid4()}"
+        self.description = description
+        self.epoch: int | None = None
+        self._acquired_at = 0.0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- state on storage ---------------------------------------------------------------------
+
+    def _epochs(self) -> list[int]:
+        out = []
+        for entry in self.storage.list(LOCK_FOLDER):
+            m = _EPOCH_RE.match(entry.name)
+            if m:
+                out.append(int(m.group(1)))
+        return sorted(out)
+
+    def _read(self, epoch: int) -> LeaseRecord | None:
+        try:
+            return LeaseRecord.from_bytes(self.storage.read(_epoch_path(epoch)))
+        except FileNotFoundError:
+            return None
+
+    def _record(self, released: bool = False) -> LeaseRecord:
+        return LeaseRecord(self.owner, socket.gethostname(), os.getpid(), self._acquired_at, time.time(), released)
+
+    # -- lease --------------------------------------------------------------------------------
+
+    def acquire(self) -> None:
+        """Take the lease or raise ConcurrentWriterError naming the current holder."""
+        for _ in range(5):
+            epochs = self._epochs()
+            current = epochs[-1] if epochs else 0
+            holder = self._read(current) if current else None
+            if holder is not None and not holder.released and time.time() - holder.heartbeat_at < self.expiry:
+                age = time.time() - holder.heartbeat_at
+                raise ConcurrentWriterError(
+                    f"{self.storage.base_url} is being written by another writer (host {holder.host}, "
+                    f"pid {holder.pid}, lease epoch {current}, last heartbeat {age:.0f}s ago); "
+                    f"a table takes one writer at a time. The lease expires {self.expiry:.0f}s after its "
+                    "last heartbeat if that writer died."
+                )
+            self._acquired_at = time.time()
+            if self.storage.create(_epoch_path(current + 1), self._record().to_bytes()):
+                self.epoch = current + 1
+                for old in epochs[:-2]:
+                    self.storage.delete(_epoch_path(old))
+                self._start_heartbeat()
+                return
+        raise ConcurrentWriterError(f"{self.storage.base_url}: could not take the writer lease (contended)")
+
+    def check(self) -> None:
+        """Fencing before a commit: raise if another writer has taken the lease since."""
+        if self.epoch is None:
+            raise ConcurrentWriterError("the writer lease is not held")
+        epochs = self._epochs()
+        mine = self._read(self.epoch)
+        if (epochs and epochs[-1] > self.epoch) or mine is None or mine.owner != self.owner:
+            raise ConcurrentWriterError(
+                f"{self.storage.base_url}: this writer lost its lease (epoch {self.epoch}) to another writer; "
+                "stopping before committing"
+            )
+
+    def heartbeat(self) -> None:
+        if self.epoch is not None:
+            self.storage.write(_epoch_path(self.epoch), self._record().to_bytes())
+
+    def _start_heartbeat(self) -> None:
+        self._stop.clear()
+
+        def beat() -> None:
+            while not self._stop.wait(max(self.expiry / 4, 0.05)):
+                try:
+                    self.heartbeat()
+                except OSError:
+                    pass  # the next beat retries; expiry covers a storage hiccup
+
+        self._thread = threading.Thread(target=beat, name="ingest-lease-heartbeat", daemon=True)
+        self._thread.start()
+
+    def release(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        if self.epoch is not None:
+            mine = self._read(self.epoch)
+            if mine is not None and mine.owner == self.owner:
+                self.storage.write(_epoch_path(self.epoch), self._record(released=True).to_bytes())
+        self.epoch = None
+
+    def __enter__(self) -> WriterLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
