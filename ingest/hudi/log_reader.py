@@ -6,7 +6,8 @@ match the block size, or at least six bytes follow it and they are not the next 
 `createCorruptBlock` / `scanForNextAvailableBlockOffset`, the CORRUPT block then spans up to the
 next `#HUDI#` (searched from just after the bad block's magic) or the end of the file, and
 reading resumes there. Where Hudi throws instead (a block whose header, type or lengths do not
-add up inside a well-framed block), this reader yields a CORRUPT block spanning the frame, and a
+add up inside a well-framed block), this reader yields a CORRUPT block spanning the frame; so it
+does for a format version other than 1, which Hudi would parse as version 1 whatever it says. A
 tail of fewer than six bytes, which Hudi skips silently, is yielded as a CORRUPT block too.
 
 Reading never raises for what a file contains; it raises only OSError from storage. Content is
@@ -26,6 +27,7 @@ from ingest.hudi.data_block import decode_data_block
 from ingest.hudi.delete_block import DeleteRecord, decode_delete_block
 from ingest.hudi.log_block import (
     FRAME_PREFIX,
+    LOG_FORMAT_VERSION,
     MAGIC,
     MAX_BLOCK_SIZE,
     MIN_BLOCK_SIZE,
@@ -126,8 +128,9 @@ def _parse_frame(body: bytes) -> tuple[int, BlockType, Metadata, bytes, Metadata
     """Version, type, header, content and footer of a block's bytes after its size field."""
     c = _Cursor(body)
     version = c.int32("format version")
-    if version < 1:
-        raise _Malformed(f"log format version {version} (the pre-header layout) is not read")
+    if version != LOG_FORMAT_VERSION:
+        # Hudi has only ever written 1 in this layout (0 was the header-less layout of 2017).
+        raise _Malformed(f"log format version {version}; Hudi writes {LOG_FORMAT_VERSION}")
     ordinal = c.int32("block type")
     try:
         block_type = BlockType(ordinal)
