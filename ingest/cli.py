@@ -13,7 +13,7 @@ import sys
 from ingest import __version__
 from ingest.errors import IngestError
 
-COMMAND_MODULES: tuple[str, ...] = ()
+COMMAND_MODULES: tuple[str, ...] = ("ingest.commands.inspect",)
 
 
 def build_parser() -> argparse.ArgumentParser:
