@@ -96,6 +96,13 @@ class LogBlock:
     size: int = 0
     corrupt_reason: str | None = None
 
+    def __post_init__(self) -> None:
+        # Accept lists and int ordinals, keep tuples of enums: equal blocks then compare equal.
+        object.__setattr__(self, "block_type", BlockType(self.block_type))
+        object.__setattr__(self, "header", normalize_metadata(self.header))
+        object.__setattr__(self, "footer", normalize_metadata(self.footer))
+        object.__setattr__(self, "content", bytes(self.content))
+
     def get(self, key: HeaderKey) -> str | None:
         """The header value of `key`, or None."""
         for k, v in self.header:
