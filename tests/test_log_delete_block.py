@@ -64,6 +64,8 @@ def test_exact_bytes_of_a_delete_list():
         (Decimal("-128E-15"), b"\x80"),
         (Decimal("-129E-15"), b"\xff\x7f"),
         (Decimal("1.5"), (1500000000000000).to_bytes(7, "big", signed=True)),
+        # 30 digits: more than Python's default decimal context holds
+        (Decimal("-999999999999999.999999999999999"), (-(10**30) + 1).to_bytes(13, "big", signed=True)),
     ],
 )
 def test_decimal_wrapper_holds_javas_shortest_twos_complement_at_scale_15(value, unscaled_bytes):

@@ -22,7 +22,7 @@ import io
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Context, Decimal, InvalidOperation
 from enum import IntEnum
 from typing import Any
 
@@ -97,6 +97,8 @@ _INT_RANGES = {
     OrderingWrapper.TIMESTAMP_MICROS: (-(2**63), 2**63 - 1),
 }
 _DECIMAL_QUANTUM = Decimal(1).scaleb(-DECIMAL_WRAPPER_SCALE)
+# Python's default context keeps 28 digits; decimal(30, 15) needs more to rescale without rounding.
+_DECIMAL_CONTEXT = Context(prec=2 * DECIMAL_WRAPPER_PRECISION)
 
 
 @dataclass(frozen=True)
@@ -137,7 +139,7 @@ def _checked_value(wrapper: OrderingWrapper, value: Any) -> Any:
     elif wrapper == OrderingWrapper.DECIMAL:
         if isinstance(value, (Decimal, int)) and not isinstance(value, bool):
             try:
-                scaled = Decimal(value).quantize(_DECIMAL_QUANTUM)
+                scaled = Decimal(value).quantize(_DECIMAL_QUANTUM, context=_DECIMAL_CONTEXT)
             except InvalidOperation as e:
                 raise BadRecordError(f"ordering value {value!r} does not fit {name}(30, 15)") from e
             if scaled != value or len(scaled.as_tuple().digits) > DECIMAL_WRAPPER_PRECISION:
@@ -258,7 +260,7 @@ def _avro_ordering(v: OrderingValue | None) -> Any:
     if v is None:
         return None
     if v.wrapper == OrderingWrapper.DECIMAL:
-        unscaled = int(v.value.scaleb(DECIMAL_WRAPPER_SCALE))
+        unscaled = int(v.value.scaleb(DECIMAL_WRAPPER_SCALE, context=_DECIMAL_CONTEXT))
         inner: Any = _java_signed_bytes(unscaled)
     else:
         inner = v.value
@@ -274,7 +276,8 @@ def _python_ordering(avro: Any) -> OrderingValue | None:
     if wrapper == OrderingWrapper.DECIMAL:
         if not value:
             raise LogFormatError("DecimalWrapper holds no bytes")
-        value = Decimal(int.from_bytes(value, "big", signed=True)).scaleb(-DECIMAL_WRAPPER_SCALE)
+        unscaled = int.from_bytes(value, "big", signed=True)
+        value = Decimal(unscaled).scaleb(-DECIMAL_WRAPPER_SCALE, context=_DECIMAL_CONTEXT)
     return OrderingValue(wrapper, value)
 
 
