@@ -63,7 +63,7 @@ def fixture_tables(tmp_path_factory) -> dict[str, Path]:
 
 
 def fixture_log_files() -> list[Path]:
-    """Every Hudi log file in the fixtures: the loose ones and those inside the v6 tables."""
+    """The loose Hudi log files of the fixtures (`log-files/`); table log files come with `fixture_tables`."""
     root = fixtures_dir()
     loose = [p for p in (root / "log-files").rglob("*") if p.is_file() and ".log." in p.name]
     return sorted(loose)

@@ -23,6 +23,7 @@ PARTITION = "_ingest_partition"
 ORDER = "_ingest_order"
 DELETE = "_ingest_delete"
 ROW = "_ingest_row"
+HAS_ORDERING = "_ingest_has_ordering"
 
 
 def identity_columns(global_scope: bool) -> list[str]:
@@ -76,13 +77,17 @@ def precombine(table: pa.Table, ordering_field: str | None, global_scope: bool) 
 
     if ordering_field is None:
         sort_keys = [(c, "ascending") for c in ident] + [(ORDER, "ascending"), (ROW, "ascending")]
+        extra = [ROW]
     else:
+        # A missing ordering value ranks below every present one.
+        by_source = by_source.append_column(HAS_ORDERING, pc.is_valid(by_source.column(ordering_field)))
         sort_keys = [(c, "ascending") for c in ident] + [
-            (ordering_field, "ascending"), (ORDER, "ascending"), (ROW, "ascending"),
+            (HAS_ORDERING, "ascending"), (ordering_field, "ascending"), (ORDER, "ascending"), (ROW, "ascending"),
         ]
+        extra = [ROW, HAS_ORDERING]
     ordered = by_source.take(pc.sort_indices(by_source, sort_keys))
     starts = _group_starts(ordered, ident)
     last = np.empty_like(starts)
     last[:-1] = starts[1:]
     last[-1] = True
-    return ordered.filter(pa.array(last)).drop_columns([ROW])
+    return ordered.filter(pa.array(last)).drop_columns(extra)
