@@ -64,20 +64,29 @@ def escape_path_name(value: str) -> str:
 
 
 def escape_path_names(values: pa.Array) -> pa.Array:
-    """`escape_path_name` over a string array; only rows holding an escapable character are touched."""
-    needs = pc.fill_null(pc.match_substring_regex(values, _ESCAPED_RE2), False)
-    if not pc.any(needs).as_py():
+    """`escape_path_name` over a string array: one replace pass per escapable character present."""
+    present = _escapable_present(values)
+    if not present:
         return values
-    rows = np.flatnonzero(needs.to_numpy(zero_copy_only=False))
-    escaped = pa.array([escape_path_name(v) for v in values.take(pa.array(rows)).to_pylist()], pa.string())
-    return _scatter(values, rows, escaped)
+    for char in sorted(present, key=lambda c: c != "%"):  # '%' first, so escapes are not escaped again
+        values = pc.replace_substring(values, char, f"%{ord(char):02X}")
+    return values
 
 
-def _scatter(base: pa.Array, rows: np.ndarray, new: pa.Array) -> pa.Array:
-    """`base` with the given rows replaced by `new` (in row order)."""
-    mask = np.zeros(len(base), dtype=bool)
-    mask[rows] = True
-    return pc.replace_with_mask(base, pa.array(mask), new)
+_ESCAPED_BYTES = np.zeros(256, dtype=bool)
+_ESCAPED_BYTES[[ord(c) for c in _ESCAPED]] = True
+
+
+def _escapable_present(values: pa.Array) -> set[str]:
+    """The escapable characters occurring anywhere in a string array (a scan of its UTF-8 bytes;
+    they are all ASCII, which never occurs inside a multi-byte character)."""
+    values = values.cast(pa.large_string())
+    buffers = values.buffers()
+    if buffers[2] is None or len(values) == 0:
+        return set()
+    offsets = np.frombuffer(buffers[1], dtype=np.int64)[values.offset : values.offset + len(values) + 1]
+    data = np.frombuffer(buffers[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
+    return {chr(b) for b in np.unique(data[_ESCAPED_BYTES[data]]).tolist()}
 
 
 def partition_segments(values: pa.Array, field: str, *, hive_style: bool, urlencode: bool) -> pa.Array:
@@ -858,21 +867,20 @@ class TimestampPartitionFormat:
 
     def _print(self, millis: np.ndarray, zones: Sequence[str]) -> tuple[pa.Array, dict[int, str]]:
         """Print each instant in its zone; rows sharing a zone are printed together."""
-        groups: dict[str, list[int]] = {}
-        for row, zone in enumerate(zones):
-            groups.setdefault(zone, []).append(row)
-        errors: dict[int, str] = {}
-        if len(groups) == 1:
-            zone = zones[0] if zones else self.jvm_zone
+        distinct = sorted(set(zones))
+        if len(distinct) <= 1:
+            zone = distinct[0] if distinct else self.jvm_zone
             text, bad = self.output.print_millis(millis, zone)
-            errors.update(self._range_errors(np.flatnonzero(bad), zone))
-            return text, errors
-        out: list[str | None] = [None] * len(millis)
-        for zone, rows in groups.items():
-            text, bad = self.output.print_millis(millis[np.array(rows)], zone)
-            for row, value in zip(rows, text.to_pylist(), strict=True):
-                out[row] = value
-            errors.update(self._range_errors(np.array(rows)[bad], zone))
+            return text, self._range_errors(np.flatnonzero(bad), zone)
+        codes = np.array([distinct.index(z) for z in zones]) if len(distinct) < 8 else \
+            np.searchsorted(np.array(distinct, dtype=object), np.array(zones, dtype=object))
+        out = np.empty(len(millis), dtype=object)
+        errors: dict[int, str] = {}
+        for code, zone in enumerate(distinct):
+            rows = np.flatnonzero(codes == code)
+            text, bad = self.output.print_millis(millis[rows], zone)
+            out[rows] = text.to_numpy(zero_copy_only=False)
+            errors.update(self._range_errors(rows[bad], zone))
         return pa.array(out, pa.string()), errors
 
     @staticmethod
