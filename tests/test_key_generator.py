@@ -389,6 +389,8 @@ def test_custom_key_generator_combines_simple_and_timestamp_levels():
     single = spec(rk="id", pp="", type="CUSTOM")
     assert compute_keys(batch, single).record_keys.to_pylist() == ["1", "2"]
     assert compute_keys(batch, single).partition_paths.to_pylist() == ["", ""]
+    # CustomAvroKeyGenerator counts the raw entries: a blank second one makes the key complex.
+    assert compute_keys(batch, spec(rk="id, ", pp="", type="CUSTOM")).record_keys.to_pylist() == ["id:1", "id:2"]
 
 
 def test_unparseable_timestamps_are_record_errors():

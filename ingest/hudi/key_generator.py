@@ -354,7 +354,7 @@ class KeyGeneratorSpec:
     hive_style: bool
     urlencode: bool
     consistent_logical_timestamp: bool
-    encode_single_record_key_field_name: bool
+    plain_record_key: bool  # the bare value, else `field:value,...` with placeholders
     timestamp: TimestampPartitionFormat | None
     jvm_zone: str
     record_key_config: str  # raw values Hudi stores in hoodie.properties
@@ -415,6 +415,14 @@ class KeyGeneratorSpec:
             partition_config = ""
         else:
             partition_config = partition or ""
+        if kind in (KeyGeneratorType.SIMPLE, KeyGeneratorType.TIMESTAMP):
+            plain = True
+        elif kind is KeyGeneratorType.COMPLEX:
+            plain = len(record_fields) == 1 and not _flag(config, COMPLEX_ENCODE_SINGLE_FIELD, True)
+        elif kind is KeyGeneratorType.CUSTOM:  # counts raw entries, blank ones included
+            plain = len(java_split(record_key)) == 1
+        else:
+            plain = len(record_fields) == 1
         return cls(
             kind=kind,
             class_name=class_name,
@@ -423,7 +431,7 @@ class KeyGeneratorSpec:
             hive_style=_flag(config, HIVE_STYLE, False),
             urlencode=urlencode,
             consistent_logical_timestamp=_flag(config, CONSISTENT_LOGICAL_TIMESTAMP, False),
-            encode_single_record_key_field_name=_flag(config, COMPLEX_ENCODE_SINGLE_FIELD, True),
+            plain_record_key=plain,
             timestamp=timestamp,
             jvm_zone=joda_zone(jvm_timezone, "JVM default time zone"),
             record_key_config=record_key,
@@ -466,15 +474,6 @@ class KeyGeneratorSpec:
         return tuple(fields)
 
     @property
-    def plain_record_key(self) -> bool:
-        """Whether the key is the bare value (else `field:value,...` with placeholders)."""
-        if self.kind in (KeyGeneratorType.SIMPLE, KeyGeneratorType.TIMESTAMP):
-            return True
-        if self.kind is KeyGeneratorType.COMPLEX:
-            return len(self.record_key_fields) == 1 and not self.encode_single_record_key_field_name
-        return len(self.record_key_fields) == 1
-
-    @property
     def partition_depth(self) -> int:
         """Folder levels of every partition path (the `partitionDepth` of partition metadata)."""
         return sum(self.timestamp.depth(self.urlencode) if f.timestamp and self.timestamp else 1
@@ -513,7 +512,7 @@ def field_values(batch: pa.RecordBatch, path: str) -> pa.Array:
         if index < 0:
             raise ConfigError(f"field {path!r}: {'.'.join(parts[:depth])} has no struct field {part!r}")
         values = pc.struct_field(values, [index])
-    return values
+    return values.dictionary_decode() if pa.types.is_dictionary(values.type) else values
 
 
 def _record_key_error(field: str, value: str | None) -> str:

@@ -39,7 +39,6 @@ URLENCODE_KEY = "hoodie.datasource.write.partitionpath.urlencode"
 
 # PartitionPathEncodeUtils.charToEscape: ASCII control characters and these punctuation marks.
 _ESCAPED = frozenset([chr(c) for c in range(0x20)] + list("\"#%'*/:=?\\\x7f{[]^"))
-_ESCAPED_RE2 = r"[\x00-\x1f\"#%'*/:=?\\\x7f{\[\]^]"
 _UNSAFE_RE2 = r"(^|/)\.|[\x00-\x1f\x7f\\:]|^/|//|/$"
 
 
@@ -395,7 +394,7 @@ class JodaPattern:
 # Arrow's zone rules stop at the tz database's last explicit transition (2037); Joda and zoneinfo
 # extend them by the recurring rule, so later instants take their offsets from zoneinfo.
 _ARROW_ZONE_LIMIT_MS = 2114380800000  # 2037-01-01T00:00:00Z
-_ZONEINFO_RANGE_MS = (-62135596800000 + 86_400_000, 253402300799999 - 86_400_000)  # years 1..9999
+_ZONEINFO_LIMIT_MS = 253402300799999 - 86_400_000  # a day short of the end of year 9999
 
 
 def zone_offsets(millis: np.ndarray, zone: str) -> tuple[np.ndarray, np.ndarray]:
@@ -408,7 +407,7 @@ def zone_offsets(millis: np.ndarray, zone: str) -> tuple[np.ndarray, np.ndarray]
     if early.any():
         ts = pa.array(millis[early], pa.timestamp("ms", tz=zone))
         offsets[early] = pc.local_timestamp(ts).cast(pa.int64()).to_numpy() - millis[early]
-    bad = ~early & (millis > _ZONEINFO_RANGE_MS[1])
+    bad = ~early & (millis > _ZONEINFO_LIMIT_MS)
     late = np.flatnonzero(~early & ~bad)
     if late.size:
         tz = zoneinfo.ZoneInfo(zone)
