@@ -267,7 +267,16 @@ def evolve(table: AvroSchema, incoming: AvroSchema) -> AvroSchema:
     Anything else fails before a byte is written, naming the column.
     """
     table_fields = {f["name"]: f for f in table["fields"] if f["name"] not in META_FIELDS}
-    incoming_fields = {f["name"]: f for f in incoming["fields"] if f["name"] not in META_FIELDS}
+    # A column whose values are all null (Avro type "null") says nothing about its type: it matches
+    # any nullable column of the table and never adds one.
+    incoming_fields = {
+        f["name"]: f for f in incoming["fields"]
+        if f["name"] not in META_FIELDS and f["type"] not in ("null", ["null"])
+    }
+    for f in incoming["fields"]:
+        if f["type"] in ("null", ["null"]) and f["name"] in table_fields and not is_nullable(table_fields[f["name"]]["type"]):
+            raise SchemaEvolutionError(f"incompatible schema change: column '{f['name']}' is all null "
+                                       "but not nullable in the table")
     problems = []
     for name, field in incoming_fields.items():
         existing = table_fields.get(name)

@@ -143,11 +143,14 @@ class KeyStateStore:
         changes = self._conform(changes)
         if state.deltas_since_base + 1 > MAX_DELTAS:
             merged = _latest_per_identity(pa.concat_tables([state.table, changes]), self.global_scope)
-            segment = Segment(state.shard, instant, "base")
-            data = merged
-        else:
-            segment = Segment(state.shard, instant, "delta")
-            data = changes
+            return self._put(Segment(state.shard, instant, "base"), merged)
+        return self._put(Segment(state.shard, instant, "delta"), changes)
+
+    def write_base(self, shard: str, rows: pa.Table, instant: str) -> Segment:
+        """A shard's complete state as of `instant` (index builds)."""
+        return self._put(Segment(shard, instant, "base"), self._conform(rows))
+
+    def _put(self, segment: Segment, data: pa.Table) -> Segment:
         buf = io.BytesIO()
         pq.write_table(data, buf, compression="zstd")
         self.storage.write(segment.path, buf.getvalue())

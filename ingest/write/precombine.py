@@ -30,7 +30,7 @@ def identity_columns(global_scope: bool) -> list[str]:
     return [KEY] if global_scope else [KEY, PARTITION]
 
 
-def _group_starts(table: pa.Table, columns: list[str]) -> np.ndarray:
+def group_starts(table: pa.Table, columns: list[str]) -> np.ndarray:
     """For rows sorted by `columns`, True where a new identity starts."""
     n = table.num_rows
     starts = np.zeros(n, dtype=bool)
@@ -56,7 +56,7 @@ def precombine(table: pa.Table, ordering_field: str | None, global_scope: bool) 
 
     # Drop versions superseded by a later tombstone of the same identity.
     n = by_source.num_rows
-    starts = _group_starts(by_source, ident)
+    starts = group_starts(by_source, ident)
     group_id = np.cumsum(starts) - 1
     deletes = np.asarray(by_source.column(DELETE).to_numpy(zero_copy_only=False), dtype=bool)
     if ordering_field is not None:
@@ -86,7 +86,7 @@ def precombine(table: pa.Table, ordering_field: str | None, global_scope: bool) 
         ]
         extra = [ROW, HAS_ORDERING]
     ordered = by_source.take(pc.sort_indices(by_source, sort_keys))
-    starts = _group_starts(ordered, ident)
+    starts = group_starts(ordered, ident)
     last = np.empty_like(starts)
     last[:-1] = starts[1:]
     last[-1] = True

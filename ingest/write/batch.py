@@ -1,0 +1,203 @@
+"""Writing one batch: the driver's sequence, shared by the Spark sink and the in-process writer.
+
+1. prepare the records (keys, partitions, deletes) and deal with bad ones — quarantine them or fail
+   the batch naming the first — before anything touches the table;
+2. begin the commit (a replayed batch stops here), make sure the key index is complete;
+3. plan, and let the engine run the write tasks (in executors, or in this process);
+4. check the writer lease, then complete the commit.
+
+An `Engine` only decides where tasks run. `LocalEngine` runs them here on Arrow tables; the Spark
+engine (`ingest.spark.sink`) runs the very same task functions in executors.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import pyarrow as pa
+
+from ingest.errors import BadRecordError
+from ingest.faults import crash_point
+from ingest.hudi import schema as avro
+from ingest.hudi.file_system_view import FileSlice
+from ingest.hudi.snapshot import ReadContext
+from ingest.hudi.table import HudiTable
+from ingest.index import bootstrap
+from ingest.storage import Storage
+from ingest.write import records as rec
+from ingest.write import tasks
+from ingest.write.commit import BatchId, Transaction, begin, complete_transaction
+from ingest.write.file_group_writer import TaskIdentity
+from ingest.write.lock import WriterLock
+from ingest.write.options import IndexType, Operation, WriteOptions
+from ingest.write.plan import WritePlan, build_plan
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    """What one batch did; `instant` is None when nothing was committed."""
+
+    instant: str | None
+    skipped_replay: bool = False
+    rows_in: int = 0
+    quarantined: int = 0
+    counts: Mapping[str, int] = field(default_factory=dict)
+    files: int = 0
+    rolled_back: tuple[str, ...] = ()
+    durations: Mapping[str, float] = field(default_factory=dict)
+
+    def log_line(self, batch: BatchId | None = None) -> str:
+        c = self.counts
+        head = f"batch {batch.batch_id}" if batch else "write"
+        if self.skipped_replay:
+            return f"{head}: already committed, replay skipped"
+        timing = " ".join(f"{k}={v:.2f}s" for k, v in self.durations.items())
+        return (f"{head}: instant {self.instant} rows_in={self.rows_in} written={c.get('upserts', 0)} "
+                f"inserts={c.get('inserts', 0)} updates={c.get('updates', 0)} deletes={c.get('deletes', 0)} "
+                f"stale={c.get('stale', 0)} quarantined={self.quarantined} files={self.files} {timing}")
+
+
+class Engine(Protocol):
+    """Where a batch's work runs."""
+
+    def schema(self, data: Any) -> pa.Schema: ...
+
+    def prepare(self, data: Any, options: WriteOptions, ordering_field: str | None) -> tuple[Any, int, int]:
+        """(prepared records, rows in, bad rows): bad rows are quarantined or the batch fails here."""
+
+    def run(self, plan: WritePlan, prepared: Any) -> tasks.TaskResult: ...
+
+    def slice_reader(self) -> Callable[[ReadContext, Iterable[FileSlice], str], list[tuple[str, pa.Table]]] | None: ...
+
+
+def incoming_avro_schema(arrow_schema: pa.Schema, table_name: str) -> avro.AvroSchema:
+    return avro.arrow_to_avro(rec.data_schema(arrow_schema), table_name)
+
+
+def open_table(options: WriteOptions, arrow_schema: pa.Schema) -> HudiTable:
+    schema = incoming_avro_schema(arrow_schema, options.table_name)
+    table = HudiTable.open_or_create(options.table_path, options.table_settings(), schema, options.storage_options)
+    table.config.check_compatible(options.table_path, options.identity_settings())
+    return table
+
+
+def write_batch(
+    engine: Engine,
+    options: WriteOptions,
+    data: Any,
+    *,
+    batch: BatchId | None = None,
+    extra_metadata: Mapping[str, str] | None = None,
+    lock: WriterLock | None = None,
+) -> CommitResult:
+    """Write `data` as one commit (the caller holds `lock`, if the table is shared)."""
+    timings: dict[str, float] = {}
+    t0 = time.monotonic()
+    arrow_schema = engine.schema(data)
+    table = open_table(options, arrow_schema)
+    ordering_field = table.config.precombine_field or options.precombine_field
+    prepared, rows_in, bad = engine.prepare(data, options, ordering_field)
+    timings["prepare"] = time.monotonic() - t0
+
+    t1 = time.monotonic()
+    txn = begin(table, incoming_avro_schema(arrow_schema, options.table_name), options.operation.value, batch)
+    if txn is None:
+        return CommitResult(None, skipped_replay=True, rows_in=rows_in)
+    plan = build_plan(txn, options)
+    bootstrap.ensure(table, txn.timeline, options, plan.ordering_type, engine.slice_reader())
+    timings["plan"] = time.monotonic() - t1
+
+    t2 = time.monotonic()
+    result = engine.run(plan, prepared)
+    timings["write"] = time.monotonic() - t2
+    crash_point("after_data_write")
+
+    t3 = time.monotonic()
+    if lock is not None:
+        lock.check()
+    done = complete_transaction(txn, list(result.stats), extra_metadata, extra_files=result.segments,
+                                planned_sizes=plan.planned_sizes())
+    bootstrap.advance(table, options, done.timestamp)
+    timings["commit"] = time.monotonic() - t3
+    crash_point("after_commit")
+    return CommitResult(
+        instant=done.timestamp,
+        rows_in=rows_in,
+        quarantined=bad,
+        counts=result.counts,
+        files=len(result.stats),
+        rolled_back=txn.rolled_back,
+        durations=timings,
+    )
+
+
+# -- in-process engine ----------------------------------------------------------------------------
+
+
+def first_error(errors: pa.Table) -> str:
+    row = errors.slice(0, 1).to_pylist()[0]
+    reason = row.pop(rec.ERROR)
+    where = {k: row[k] for k in ("_kafka_topic", "_kafka_partition", "_kafka_offset") if k in row}
+    return f"bad record {where or row}: {reason}"
+
+
+@dataclass
+class LocalEngine:
+    """Runs every task in this process (tests, small tables, tools)."""
+
+    on_error: str = "fail"                       # "fail" | "quarantine"
+    quarantine: Callable[[pa.Table], None] | None = None
+    task: TaskIdentity = TaskIdentity()
+
+    def schema(self, data: pa.Table) -> pa.Schema:
+        return data.schema
+
+    def prepare(self, data: pa.Table, options: WriteOptions, ordering_field: str | None) -> tuple[pa.Table, int, int]:
+        prepared = rec.prepare(data, options.keygen, ordering_field=ordering_field,
+                               delete_flag_column=options.delete_flag_column,
+                               all_deletes=options.operation is Operation.DELETE)
+        bad = prepared.errors.num_rows
+        if bad:
+            if self.on_error == "quarantine" and self.quarantine is not None:
+                self.quarantine(prepared.errors)
+            else:
+                raise BadRecordError(f"{bad} record(s) cannot be written; first: {first_error(prepared.errors)}")
+        return prepared.records, data.num_rows, bad
+
+    def run(self, plan: WritePlan, records: pa.Table) -> tasks.TaskResult:
+        routed = tasks.route(plan, records)
+        if plan.index_type is IndexType.BUCKET:
+            return tasks.bucket_task(plan, routed, self.task)
+        tagged, counts = tasks.tag(plan, routed, tasks.tagged_schema(routed.schema, plan))
+        tagged = tasks.assign(tagged, tasks.insert_buckets(plan, tasks.insert_counts(tagged)))
+        written = tasks.write_groups(plan, tagged, self.task)
+        state = tasks.write_state(plan, tagged)
+        return tasks.TaskResult(written.stats, state.segments, counts)
+
+    def slice_reader(self):
+        return None
+
+
+class LocalWriter:
+    """Write Arrow tables into a table from one process, holding the writer lease meanwhile."""
+
+    def __init__(self, options: WriteOptions, engine: LocalEngine | None = None):
+        self.options = options
+        self.engine = engine or LocalEngine()
+
+    def write(self, data: pa.Table, batch: BatchId | None = None,
+              extra_metadata: Mapping[str, str] | None = None) -> CommitResult:
+        lock = WriterLock(Storage(self.options.table_path, self.options.storage_options),
+                          self.options.lock_expiry_seconds)
+        with lock:
+            return write_batch(self.engine, self.options, data, batch=batch,
+                               extra_metadata=extra_metadata, lock=lock)
+
+
+__all__ = ["CommitResult", "Engine", "LocalEngine", "LocalWriter", "write_batch", "Transaction"]

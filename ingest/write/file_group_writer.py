@@ -1,0 +1,228 @@
+"""Writing one file group's share of a commit, in the executor that holds its records.
+
+Per file group and instant: one AVRO_DATA block with the upserts and one DELETE block with the
+deletes, appended to the slice's current log file where that is safe (the storage appends, and the
+file is under the size limit), otherwise written as the next log file version. A new file group in
+`insert_mode: base` gets a parquet base file instead. A marker is written before any file is touched,
+so a crash leaves a complete list of what to undo.
+
+A retried task may find bytes an earlier attempt of the same task appended past the size the driver
+planned: they belong to this instant and this task only, so the file is cut back to the planned size
+before appending again, and the file ends up exactly as one successful attempt writes it.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import time
+from dataclasses import dataclass
+from enum import Enum
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ingest.hudi import avro_encoder, markers
+from ingest.hudi import schema as avro
+from ingest.hudi.base_file import BaseFileOptions, encode_base_file
+from ingest.hudi.commit_metadata import NULL_COMMIT, RuntimeStats, WriteStat
+from ingest.hudi.data_block import avro_data_block
+from ingest.hudi.delete_block import NO_ORDERING_VALUE, DeleteRecord, delete_block
+from ingest.hudi.file_names import BaseFileName, LogFileName, make_write_token
+from ingest.hudi.log_block import encode_blocks
+from ingest.storage import Storage
+from ingest.write.precombine import KEY, PARTITION
+
+IS_UPDATE = "_ingest_is_update"
+
+
+class InsertMode(str, Enum):
+    LOG = "log"
+    BASE = "base"
+
+
+@dataclass(frozen=True)
+class TaskIdentity:
+    """The Spark task writing (partition id, stage id, attempt id): names files and sequence numbers."""
+
+    partition_id: int = 0
+    stage_id: int = 0
+    attempt_id: int = 0
+
+    @property
+    def write_token(self) -> str:
+        return make_write_token(self.partition_id, self.stage_id, self.attempt_id)
+
+
+@dataclass(frozen=True)
+class FileGroupTarget:
+    """A file group as the driver planned it for this instant."""
+
+    partition_path: str
+    file_id: str
+    base_instant: str | None = None    # the latest slice's base instant; None for a new group
+    base_file: str | None = None       # that slice's base file name
+    latest_log: str | None = None      # that slice's newest log file name
+    latest_log_size: int = 0           # its size when the commit was planned
+
+    @property
+    def is_new(self) -> bool:
+        return self.base_instant is None
+
+    def path(self, name: str) -> str:
+        return posixpath.join(self.partition_path, name) if self.partition_path else name
+
+
+@dataclass(frozen=True)
+class WriteContext:
+    """Everything an executor needs to write its file groups for one instant."""
+
+    storage: Storage
+    instant: str
+    writer_schema: avro.AvroSchema      # with meta fields
+    insert_mode: InsertMode = InsertMode.LOG
+    log_max_bytes: int = 1024 * 1024 * 1024
+    base_file_options: BaseFileOptions = BaseFileOptions()
+
+    @property
+    def schema_json(self) -> str:
+        return avro.to_json(self.writer_schema)
+
+
+def with_meta_columns(upserts: pa.Table, instant: str, partition_id: int, file_name: str) -> pa.Table:
+    """Fill the five `_hoodie_*` columns as Hudi's write handles do."""
+    n = upserts.num_rows
+    seq = pc.binary_join_element_wise(
+        pa.array([f"{instant}_{partition_id}_"] * n, pa.string()),
+        pa.array(range(n), pa.int64()).cast(pa.string()),
+        "",
+    ) if n else pa.array([], pa.string())
+    meta = {
+        avro.COMMIT_TIME: pa.array([instant] * n, pa.string()),
+        avro.COMMIT_SEQNO: seq,
+        avro.RECORD_KEY: upserts.column(KEY),
+        avro.PARTITION_PATH: upserts.column(PARTITION),
+        avro.FILE_NAME: pa.array([file_name] * n, pa.string()),
+    }
+    out = upserts.drop_columns([c for c in avro.META_FIELDS if c in upserts.column_names])
+    for name in reversed(avro.META_FIELDS):
+        out = out.add_column(0, name, meta[name])
+    return out
+
+
+def _writer_columns(rows: pa.Table, writer_schema: avro.AvroSchema) -> pa.Table:
+    """Only the columns the writer schema names (ingest's routing columns stay out of the files)."""
+    return rows.select([f["name"] for f in writer_schema["fields"] if f["name"] in rows.column_names])
+
+
+def _runtime(started: float, create: bool) -> RuntimeStats:
+    ms = int((time.monotonic() - started) * 1000)
+    return RuntimeStats(total_create_time=ms) if create else RuntimeStats(total_upsert_time=ms)
+
+
+def _counts(upserts: pa.Table) -> tuple[int, int]:
+    if upserts.num_rows == 0 or IS_UPDATE not in upserts.column_names:
+        return 0, upserts.num_rows
+    updates = int(pc.sum(upserts.column(IS_UPDATE).cast(pa.int64())).as_py() or 0)
+    return updates, upserts.num_rows - updates
+
+
+def write_file_group(
+    ctx: WriteContext,
+    target: FileGroupTarget,
+    upserts: pa.Table,
+    deletes: pa.Table,
+    task: TaskIdentity,
+) -> WriteStat:
+    """Write the upserts and deletes of one file group; returns its write stat."""
+    started = time.monotonic()
+    if target.is_new and ctx.insert_mode is InsertMode.BASE and deletes.num_rows == 0:
+        return _write_base_file(ctx, target, upserts, task, started)
+    return _write_log(ctx, target, upserts, deletes, task, started)
+
+
+def _write_base_file(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Table,
+                     task: TaskIdentity, started: float) -> WriteStat:
+    name = BaseFileName(target.file_id, task.write_token, ctx.instant).name
+    path = target.path(name)
+    rows = _writer_columns(with_meta_columns(upserts, ctx.instant, task.partition_id, name), ctx.writer_schema)
+    rows = rows.sort_by(avro.RECORD_KEY)
+    data, stats = encode_base_file(rows, ctx.writer_schema, ctx.base_file_options, path=path)
+    markers.create(ctx.storage, ctx.instant, target.partition_path, name, markers.IOType.CREATE)
+    if not ctx.storage.create(path, data):
+        raise FileExistsError(f"base file {ctx.storage.url(path)} already exists")
+    return WriteStat(
+        file_id=target.file_id,
+        path=path,
+        partition_path=target.partition_path,
+        prev_commit=NULL_COMMIT,
+        num_writes=rows.num_rows,
+        num_inserts=rows.num_rows,
+        total_write_bytes=len(data),
+        file_size_in_bytes=len(data),
+        runtime_stats=_runtime(started, create=True),
+    )
+
+
+def _blocks(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Table, deletes: pa.Table,
+            task: TaskIdentity) -> bytes:
+    blocks = []
+    if upserts.num_rows:
+        rows = _writer_columns(with_meta_columns(upserts, ctx.instant, task.partition_id, target.file_id),
+                               ctx.writer_schema)
+        encoded = avro_encoder.encode_batch(rows, ctx.writer_schema)
+        content = avro_encoder.avro_data_block_content(encoded)
+        blocks.append(avro_data_block(ctx.instant, ctx.schema_json, content))
+    if deletes.num_rows:
+        keys = deletes.column(KEY).to_pylist()
+        parts = deletes.column(PARTITION).to_pylist()
+        records = [DeleteRecord(k, p, NO_ORDERING_VALUE) for k, p in zip(keys, parts, strict=True)]
+        blocks.append(delete_block(ctx.instant, ctx.schema_json, records))
+    return encode_blocks(blocks)
+
+
+def _write_log(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Table, deletes: pa.Table,
+               task: TaskIdentity, started: float) -> WriteStat:
+    storage = ctx.storage
+    data = _blocks(ctx, target, upserts, deletes, task)
+    base_instant = target.base_instant or ctx.instant
+    appended = False
+    offset = 0
+    name = None
+    if storage.can_append and target.latest_log and target.latest_log_size < ctx.log_max_bytes:
+        path = target.path(target.latest_log)
+        current = storage.size(path) if storage.exists(path) else -1
+        if current >= target.latest_log_size:
+            markers.create(storage, ctx.instant, target.partition_path, target.latest_log, markers.IOType.APPEND)
+            if current > target.latest_log_size:
+                storage.truncate(path, target.latest_log_size)
+            size = storage.append(path, data)
+            name, offset, appended = target.latest_log, target.latest_log_size, True
+    if not appended:
+        previous = LogFileName.parse(target.latest_log) if target.latest_log else None
+        version = previous.version + 1 if previous else 1
+        while True:
+            candidate = LogFileName(target.file_id, base_instant, version, task.write_token)
+            markers.create(storage, ctx.instant, target.partition_path, candidate.name, markers.IOType.APPEND)
+            if storage.create(target.path(candidate.name), data):
+                break
+            version += 1  # a log file of that version exists (another token): roll to the next
+        name, size = candidate.name, len(data)
+    updates, inserts = _counts(upserts)
+    parsed = LogFileName.parse(name)
+    return WriteStat(
+        file_id=target.file_id,
+        path=target.path(name),
+        partition_path=target.partition_path,
+        prev_commit=base_instant,
+        num_writes=upserts.num_rows,
+        num_deletes=deletes.num_rows,
+        num_update_writes=updates,
+        num_inserts=inserts,
+        total_write_bytes=len(data),
+        file_size_in_bytes=size,
+        runtime_stats=_runtime(started, create=False),
+        log_version=parsed.version if parsed else 1,
+        log_offset=offset,
+        base_file=target.base_file or "",
+        log_files=(name,),
+    )

@@ -1,0 +1,128 @@
+"""What a writer is told: the table, how keys and partitions are computed, and how to write.
+
+Settings Hudi names keep Hudi's keys (`hudi` mapping: `hoodie.datasource.write.recordkey.field`,
+...), so people can bring their HoodieStreamer properties over; the rest are ingest's own. This is the
+typed form the pipeline configuration (`ingest.config`) builds and the sink and jobs consume.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from functools import cached_property
+from typing import Any
+
+from ingest.errors import ConfigError
+from ingest.hudi.bucket_index import bucket_index_write_config, hash_fields_from_config
+from ingest.hudi.key_generator import KeyGeneratorSpec
+from ingest.hudi.table_config import TableConfigKey
+from ingest.write.file_group_writer import InsertMode
+
+RECORD_KEY_FIELD = "hoodie.datasource.write.recordkey.field"
+PARTITION_PATH_FIELD = "hoodie.datasource.write.partitionpath.field"
+PRECOMBINE_FIELD = "hoodie.datasource.write.precombine.field"
+PAYLOAD_CLASS = "hoodie.datasource.write.payload.class"
+OPERATION = "hoodie.datasource.write.operation"
+TABLE_NAME = "hoodie.table.name"
+DATABASE_NAME = "hoodie.database.name"
+IS_DELETED = "_hoodie_is_deleted"
+
+
+class Operation(str, Enum):
+    UPSERT = "upsert"
+    INSERT = "insert"
+    BULK_INSERT = "bulk_insert"
+    DELETE = "delete"
+
+
+class IndexType(str, Enum):
+    BUCKET = "bucket"
+    KEY = "key"
+
+
+@dataclass(frozen=True)
+class IndexOptions:
+    """How records find their file group.
+
+    `bucket`: Hudi's bucket index (hash of the key modulo `bucket_count`, per partition); Hudi's own
+    writers can continue such a table. `key`: the persisted record-key index, per partition or
+    global (`global_scope`: a key that changes partition moves), sharded into `shards` pieces.
+    """
+
+    type: IndexType = IndexType.BUCKET
+    bucket_count: int = 4
+    hash_fields: tuple[str, ...] = ()
+    global_scope: bool = False
+    shards: int = 8
+
+    def __post_init__(self) -> None:
+        if self.bucket_count < 1:
+            raise ConfigError(f"must be at least 1, got {self.bucket_count}", key="hoodie.bucket.index.num.buckets")
+        if self.shards < 1:
+            raise ConfigError(f"must be at least 1, got {self.shards}", key="index.shards")
+        if self.type is IndexType.BUCKET and self.global_scope:
+            raise ConfigError("the bucket index is per partition; a global index needs index type 'key'",
+                              key="index.global")
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    table_path: str
+    table_name: str
+    hudi: Mapping[str, str] = field(default_factory=dict)
+    operation: Operation = Operation.UPSERT
+    index: IndexOptions = IndexOptions()
+    insert_mode: InsertMode = InsertMode.LOG
+    file_group_max_bytes: int = 120 * 1024 * 1024
+    log_file_max_bytes: int = 1024 * 1024 * 1024
+    delete_flag_column: str | None = None
+    checkpoint_id: str = "default_single_writer"
+    storage_options: Mapping[str, Any] = field(default_factory=dict)
+    parquet_compression: str = "snappy"
+    jvm_timezone: str = "UTC"
+    lock_expiry_seconds: float = 60.0
+
+    @cached_property
+    def keygen(self) -> KeyGeneratorSpec:
+        return KeyGeneratorSpec.from_config(self.hudi, jvm_timezone=self.jvm_timezone)
+
+    @property
+    def precombine_field(self) -> str | None:
+        return self.hudi.get(PRECOMBINE_FIELD) or None
+
+    @property
+    def hash_fields(self) -> tuple[str, ...]:
+        if self.index.hash_fields:
+            return self.index.hash_fields
+        return hash_fields_from_config(self.hudi.get(RECORD_KEY_FIELD, ""))
+
+    def table_settings(self) -> dict[str, str]:
+        """The `hoodie.properties` entries a table written with these options must carry."""
+        settings = {
+            TableConfigKey.NAME.key: self.table_name,
+            TableConfigKey.DATABASE_NAME.key: self.hudi.get(DATABASE_NAME, "default"),
+        }
+        settings.update(self.keygen.table_properties())
+        if self.precombine_field:
+            settings[TableConfigKey.PRECOMBINE_FIELD.key] = self.precombine_field
+        payload = self.hudi.get(PAYLOAD_CLASS) or self.hudi.get(TableConfigKey.PAYLOAD_CLASS.key)
+        if payload:
+            settings[TableConfigKey.PAYLOAD_CLASS.key] = payload
+        if self.index.type is IndexType.BUCKET:
+            # Not read by Hudi from hoodie.properties in table version 6, but recorded so every tool
+            # and person can see what Hudi's own writers must be given to continue this table.
+            settings.update(bucket_index_write_config(
+                self.index.bucket_count, self.hudi.get(RECORD_KEY_FIELD, ""), ",".join(self.hash_fields) or None,
+            ))
+        return {k: v for k, v in settings.items() if v is not None and v != ""}
+
+    def identity_settings(self) -> dict[str, str]:
+        """Settings that must agree with an existing table's (they define what a record is)."""
+        keys = {
+            TableConfigKey.RECORD_KEY_FIELDS.key, TableConfigKey.PARTITION_FIELDS.key,
+            TableConfigKey.PRECOMBINE_FIELD.key, TableConfigKey.KEY_GENERATOR_CLASS.key,
+            TableConfigKey.HIVE_STYLE_PARTITIONING.key, TableConfigKey.URL_ENCODE_PARTITIONING.key,
+            TableConfigKey.PAYLOAD_CLASS.key, TableConfigKey.NAME.key,
+        }
+        return {k: v for k, v in self.table_settings().items() if k in keys}

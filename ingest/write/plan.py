@@ -1,0 +1,185 @@
+"""The driver's plan for one commit: small, picklable, sent to every write task.
+
+It says, for this instant, where each existing file group's next log blocks go (its latest slice,
+or the slice a pending compaction opened), which bucket maps to which file group, which instants make
+key-index segments visible, and which existing file groups still have room for new keys. Executors
+decide nothing the plan does not allow, so every task attempt writes the same files.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from ingest.errors import ConfigError
+from ingest.hudi import avro_models
+from ingest.hudi import schema as avro
+from ingest.hudi.base_file import BaseFileOptions
+from ingest.hudi.bucket_index import bucket_id_from_file_id, new_bucket_file_id
+from ingest.hudi.instant import Action, State
+from ingest.hudi.timeline import read_instant
+from ingest.index.key_state import KeyStateStore, visibility
+from ingest.storage import Storage
+from ingest.write.commit import Transaction
+from ingest.write.file_group_writer import FileGroupTarget, WriteContext
+from ingest.write.options import IndexType, WriteOptions
+
+_FILE_ID_NAMESPACE = uuid.UUID("6f1d3c0e-8a52-4b8e-9d6c-3d2f0f6b7a11")
+DEFAULT_RECORD_BYTES = 1024
+
+
+@dataclass(frozen=True)
+class WritePlan:
+    write: WriteContext
+    index_type: IndexType
+    bucket_count: int
+    hash_fields: tuple[str, ...]
+    shards: int
+    global_scope: bool
+    ordering_field: str | None
+    event_time: bool
+    ordering_type: pa.DataType | None
+    targets: Mapping[tuple[str, str], FileGroupTarget] = field(default_factory=dict)
+    buckets: Mapping[tuple[str, int], str] = field(default_factory=dict)
+    partitions: tuple[str, ...] = ()
+    visible_instants: frozenset[str] = frozenset()
+    timeline_start: str | None = None
+    open_groups: Mapping[str, tuple[tuple[str, int], ...]] = field(default_factory=dict)
+    record_bytes: int = DEFAULT_RECORD_BYTES
+    file_group_max_bytes: int = 120 * 1024 * 1024
+
+    @property
+    def storage(self) -> Storage:
+        return self.write.storage
+
+    @property
+    def instant(self) -> str:
+        return self.write.instant
+
+    def key_state(self) -> KeyStateStore:
+        return KeyStateStore(self.storage, self.ordering_type, self.global_scope)
+
+    def is_visible(self, instant: str) -> bool:
+        return visibility(self.visible_instants, self.timeline_start)(instant)
+
+    def planned_sizes(self) -> dict[str, int]:
+        """Sizes of the log files writers may append to, as planned (for reconciliation)."""
+        return {t.path(t.latest_log): t.latest_log_size for t in self.targets.values() if t.latest_log}
+
+    def target(self, partition: str, file_id: str) -> FileGroupTarget:
+        return self.targets.get((partition, file_id)) or FileGroupTarget(partition, file_id)
+
+    def bucket_file_id(self, partition: str, bucket: int) -> str:
+        """The bucket's file group; a new bucket's id is derived from the instant, so every attempt agrees."""
+        existing = self.buckets.get((partition, bucket))
+        if existing:
+            return existing
+        seed = uuid.uuid5(_FILE_ID_NAMESPACE, f"{partition}\x00{bucket}\x00{self.instant}")
+        return new_bucket_file_id(bucket, str(seed))
+
+    def new_file_id(self, partition: str, index: int) -> str:
+        seed = uuid.uuid5(_FILE_ID_NAMESPACE, f"{partition}\x00new\x00{index}\x00{self.instant}")
+        return f"{seed}-0"
+
+
+def pending_compaction_groups(txn: Transaction) -> dict[tuple[str, str], str]:
+    """(partition, file id) -> instant of the pending compaction that covers the file group."""
+    out = {}
+    storage = txn.table.storage
+    for instant in txn.timeline.pending(Action.COMPACTION):
+        requested = instant.to(State.REQUESTED)
+        plan = avro_models.deserialize(read_instant(storage, requested))
+        for op in plan.get("operations") or []:
+            out[(op.get("partitionPath") or "", op["fileId"])] = instant.timestamp
+    return out
+
+
+def _ordering_type(schema: avro.AvroSchema, ordering_field: str | None) -> pa.DataType | None:
+    if ordering_field is None:
+        return None
+    for f in schema["fields"]:
+        if f["name"] == ordering_field:
+            return avro.avro_field_to_arrow(f).type
+    return None
+
+
+def build_plan(txn: Transaction, options: WriteOptions) -> WritePlan:
+    storage = txn.table.storage
+    config = txn.table.config
+    ordering_field = config.precombine_field or options.precombine_field
+    compactions = pending_compaction_groups(txn)
+    targets: dict[tuple[str, str], FileGroupTarget] = {}
+    buckets: dict[tuple[str, int], str] = {}
+    open_groups: dict[str, list[tuple[str, int]]] = {}
+    for slice_ in txn.view.latest_writer_slices():
+        key = (slice_.partition_path, slice_.file_id)
+        pending = compactions.get(key)
+        if pending is not None and slice_.base_instant < pending:
+            # Logs written after a compaction was planned open the compaction's slice.
+            targets[key] = FileGroupTarget(slice_.partition_path, slice_.file_id, base_instant=pending)
+        else:
+            latest = slice_.latest_log_file
+            targets[key] = FileGroupTarget(
+                partition_path=slice_.partition_path,
+                file_id=slice_.file_id,
+                base_instant=slice_.base_instant,
+                base_file=slice_.base_file.name.name if slice_.base_file else None,
+                latest_log=latest.name.name if latest else None,
+                latest_log_size=latest.size if latest else 0,
+            )
+        if options.index.type is IndexType.BUCKET:
+            try:
+                buckets[(slice_.partition_path, bucket_id_from_file_id(slice_.file_id))] = slice_.file_id
+            except ValueError as e:
+                raise ConfigError(
+                    f"{txn.table.base_url} has file group {slice_.file_id} in partition "
+                    f"'{slice_.partition_path}' that no bucket index wrote; continue this table with "
+                    "index type 'key'", key="index.type",
+                ) from e
+        spare = options.file_group_max_bytes - slice_.total_size
+        if spare > 0:
+            open_groups.setdefault(slice_.partition_path, []).append((slice_.file_id, spare))
+    timeline = txn.timeline
+    completed = timeline.completed_write_timestamps()
+    start = timeline.instants[0].timestamp if timeline.instants else None
+    write = WriteContext(
+        storage=storage,
+        instant=txn.instant_time,
+        writer_schema=txn.writer_schema,
+        insert_mode=options.insert_mode,
+        log_max_bytes=options.log_file_max_bytes,
+        base_file_options=BaseFileOptions(compression=options.parquet_compression),
+    )
+    return WritePlan(
+        write=write,
+        index_type=options.index.type,
+        bucket_count=options.index.bucket_count,
+        hash_fields=options.hash_fields,
+        shards=options.index.shards,
+        global_scope=options.index.global_scope,
+        ordering_field=ordering_field,
+        event_time=config.event_time_ordering,
+        ordering_type=_ordering_type(txn.schema, ordering_field),
+        targets=targets,
+        buckets=buckets,
+        partitions=tuple(sorted(txn.view.partitions)),
+        visible_instants=frozenset(completed),
+        timeline_start=start,
+        open_groups={p: tuple(sorted(g, key=lambda x: -x[1])) for p, g in open_groups.items()},
+        record_bytes=_record_bytes(txn),
+        file_group_max_bytes=options.file_group_max_bytes,
+    )
+
+
+def _record_bytes(txn: Transaction) -> int:
+    """Average bytes per record written by the latest commit that wrote records (Hudi's estimate)."""
+    for instant in reversed(txn.timeline.completed(Action.DELTA_COMMIT, Action.COMMIT)):
+        stats = txn.table.commit_metadata(instant).all_write_stats()
+        writes = sum(s.num_writes for s in stats)
+        written = sum(s.total_write_bytes for s in stats)
+        if writes > 0 and written > 0:
+            return max(1, written // writes)
+    return DEFAULT_RECORD_BYTES

@@ -1,0 +1,317 @@
+"""The work of write tasks, on Arrow tables, free of Spark.
+
+The Spark sink runs these inside `mapInArrow` on executors; the local writer runs them in-process.
+Either way the same functions decide every byte, so a table written through Spark equals one written
+locally.
+
+Bucket index: records are routed by (partition, bucket), and one task does everything for a bucket:
+pre-combine, look up the key state, drop stale versions, write the file group, write the state.
+
+Key index: a first pass, routed by key shard, pre-combines and resolves against the shard's state
+and tags each record (`tag`). The driver then sizes the file groups for new keys (`insert_buckets`),
+and a second pass, routed by file group, writes them (`write_groups`), while the tagged records,
+still grouped by shard, write the state (`write_state`).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ingest.hudi import markers
+from ingest.hudi import schema as avro
+from ingest.hudi.bucket_index import bucket_ids, java_string_hashes
+from ingest.hudi.commit_metadata import WriteStat
+from ingest.index import key_state as ks
+from ingest.write import precombine as pcb
+from ingest.write.file_group_writer import IS_UPDATE, TaskIdentity, write_file_group
+from ingest.write.plan import WritePlan
+from ingest.write.resolve import FILE_ID, resolve, state_changes
+
+BUCKET = "_ingest_bucket"
+SHARD = "_ingest_shard"
+KIND = "_ingest_kind"
+UPSERT, DELETE, DEAD = "U", "D", "X"
+COUNTERS = ("upserts", "inserts", "updates", "deletes", "stale", "missing_deletes")
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    stats: tuple[WriteStat, ...] = ()
+    segments: tuple[str, ...] = ()
+    counts: Mapping[str, int] = field(default_factory=dict)
+
+    @staticmethod
+    def merge(results: Iterable[TaskResult]) -> TaskResult:
+        stats, segments, counts = [], [], dict.fromkeys(COUNTERS, 0)
+        for r in results:
+            stats.extend(r.stats)
+            segments.extend(r.segments)
+            for k, v in r.counts.items():
+                counts[k] = counts.get(k, 0) + v
+        return TaskResult(tuple(stats), tuple(segments), counts)
+
+
+# -- routing ------------------------------------------------------------------------------------
+
+
+def key_shards(keys: pa.Array | pa.ChunkedArray, shards: int) -> np.ndarray:
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks()
+    return (java_string_hashes(keys).astype(np.int64) & 0x7FFFFFFF) % shards
+
+
+def shard_name(plan: WritePlan, partition: str | None, route: int) -> str:
+    if plan.index_type.value == "bucket":
+        return posixpath.join(partition, f"{route:08d}") if partition else f"{route:08d}"
+    return f"{route:04d}"
+
+
+def conform(plan: WritePlan, records: pa.Table) -> pa.Table:
+    """Data columns cast to the writer schema's Arrow types (all-null columns get the table's type)."""
+    target = avro.avro_to_arrow(plan.write.writer_schema)
+    for i, name in enumerate(records.column_names):
+        index = target.get_field_index(name)
+        if index >= 0 and records.schema.field(i).type != target.field(index).type:
+            records = records.set_column(i, name, records.column(i).cast(target.field(index).type))
+    return records
+
+
+def route(plan: WritePlan, records: pa.Table) -> pa.Table:
+    """Conform the records and add the routing column: the bucket or the key shard.
+
+    Bucket index: a tombstone knows no partition, so it is copied to every partition the table has
+    (the bucket's state in each says whether the key is there to delete).
+    """
+    records = conform(plan, records)
+    if plan.index_type.value == "bucket":
+        unknown = pc.is_null(records.column(pcb.PARTITION))
+        if records.num_rows and pc.any(unknown).as_py():
+            known = records.filter(pc.invert(unknown))
+            lost = records.filter(unknown)
+            copies = [known]
+            for partition in plan.partitions:
+                copies.append(lost.set_column(lost.schema.get_field_index(pcb.PARTITION), pcb.PARTITION,
+                                              pa.array([partition] * lost.num_rows, pa.string())))
+            records = pa.concat_tables(copies)
+        ids = bucket_ids(records.column(pcb.KEY).combine_chunks(), plan.hash_fields, plan.bucket_count)
+        return records.append_column(BUCKET, pa.array(ids.astype(np.int32)))
+    return records.append_column(SHARD, pa.array(key_shards(records.column(pcb.KEY), plan.shards).astype(np.int32)))
+
+
+def _groups(table: pa.Table, columns: list[str]) -> Iterable[tuple[tuple, pa.Table]]:
+    """Contiguous groups of rows sharing `columns`, in sorted order."""
+    if table.num_rows == 0:
+        return
+    ordered = table.sort_by([(c, "ascending") for c in columns])
+    starts = np.flatnonzero(pcb.group_starts(ordered, columns)).tolist() + [ordered.num_rows]
+    for begin, end in zip(starts[:-1], starts[1:], strict=True):
+        group = ordered.slice(begin, end - begin)
+        yield tuple(group.column(c)[0].as_py() for c in columns), group
+
+
+def _drop_internal(table: pa.Table, *names: str) -> pa.Table:
+    return table.drop_columns([n for n in names if n in table.column_names])
+
+
+def _counts(resolved, upserts: pa.Table) -> dict[str, int]:
+    updates = int(pc.sum(upserts.column(IS_UPDATE).cast(pa.int64())).as_py() or 0) if upserts.num_rows else 0
+    deletes = int(pc.sum(pc.invert(resolved.deletes.column("_ingest_moved")).cast(pa.int64())).as_py() or 0) \
+        if resolved.deletes.num_rows else 0
+    return {
+        "upserts": upserts.num_rows, "updates": updates, "inserts": upserts.num_rows - updates,
+        "deletes": deletes, "stale": resolved.stale, "missing_deletes": resolved.missing_deletes,
+    }
+
+
+def _write_segment(plan: WritePlan, store: ks.KeyStateStore, state: ks.ShardState, changes: pa.Table) -> str:
+    segment_kind = "base" if state.deltas_since_base + 1 > ks.MAX_DELTAS else "delta"
+    segment = ks.Segment(state.shard, plan.instant, segment_kind)
+    folder, name = posixpath.split(segment.path)
+    markers.create(plan.storage, plan.instant, folder, name, markers.IOType.CREATE)
+    written = store.write(state, changes, plan.instant)
+    store.prune(state)
+    return written.path
+
+
+# -- bucket index: everything in one task ---------------------------------------------------------
+
+
+def bucket_task(plan: WritePlan, records: pa.Table, task: TaskIdentity) -> TaskResult:
+    store = plan.key_state()
+    results = []
+    for (partition, bucket), group in _groups(records, [pcb.PARTITION, BUCKET]):
+        group = _drop_internal(group, BUCKET)
+        state = store.load(shard_name(plan, partition, bucket), plan.is_visible)
+        combined = pcb.precombine(group, plan.ordering_field, global_scope=False)
+        resolved = resolve(combined, state.table, plan.ordering_field, plan.event_time, global_scope=False)
+        file_id = plan.bucket_file_id(partition, bucket)
+        upserts = resolved.upserts.set_column(
+            resolved.upserts.schema.get_field_index(FILE_ID), FILE_ID,
+            pa.array([file_id] * resolved.upserts.num_rows, pa.string()),
+        )
+        stats: tuple[WriteStat, ...] = ()
+        if upserts.num_rows or resolved.deletes.num_rows:
+            stats = (write_file_group(plan.write, plan.target(partition, file_id), upserts, resolved.deletes, task),)
+        changes = state_changes(upserts, resolved.deleted_state, plan.ordering_field, plan.ordering_type, plan.instant)
+        segments = (_write_segment(plan, store, state, changes),) if changes.num_rows else ()
+        results.append(TaskResult(stats, segments, _counts(resolved, upserts)))
+    return TaskResult.merge(results)
+
+
+# -- key index: tag, size new file groups, write groups, write state ---------------------------------
+
+
+def tagged_schema(records_schema: pa.Schema, plan: WritePlan) -> pa.Schema:
+    """The schema `tag` outputs: the record columns plus where each row goes and what it is."""
+    fields = [f for f in records_schema if f.name not in (SHARD,)]
+    return pa.schema(fields + [
+        pa.field(FILE_ID, pa.string()), pa.field(IS_UPDATE, pa.bool_()), pa.field(KIND, pa.string()),
+        pa.field(SHARD, pa.int32()),
+    ])
+
+
+def _expand_unknown_partitions(combined: pa.Table, state: pa.Table) -> pa.Table:
+    """Partition-scoped key index: a tombstone without partition deletes the key in every partition."""
+    unknown = pc.is_null(combined.column(pcb.PARTITION))
+    if not combined.num_rows or not pc.any(unknown).as_py():
+        return combined
+    lost = combined.filter(unknown)
+    places = state.filter(pc.invert(state.column(ks.DELETED))).select([ks.KEY, ks.PARTITION])
+    places = places.rename_columns([pcb.KEY, "_ingest_state_partition"])
+    joined = lost.drop_columns([pcb.PARTITION]).join(places, keys=[pcb.KEY], join_type="inner", use_threads=False)
+    joined = joined.rename_columns([pcb.PARTITION if c == "_ingest_state_partition" else c for c in joined.column_names])
+    joined = joined.select(lost.column_names)
+    return pa.concat_tables([combined.filter(pc.invert(unknown)), joined.cast(lost.schema)])
+
+
+def tag(plan: WritePlan, records: pa.Table, schema: pa.Schema) -> tuple[pa.Table, dict[str, int]]:
+    """Pre-combine and resolve each key shard against its state; rows tagged U / D / X."""
+    store = plan.key_state()
+    out = []
+    counts = dict.fromkeys(COUNTERS, 0)
+    for (shard,), group in _groups(records, [SHARD]):
+        group = _drop_internal(group, SHARD)
+        state = store.load(shard_name(plan, None, shard), plan.is_visible)
+        combined = pcb.precombine(group, plan.ordering_field, global_scope=plan.global_scope)
+        if not plan.global_scope:
+            combined = _expand_unknown_partitions(combined, state.table)
+        resolved = resolve(combined, state.table, plan.ordering_field, plan.event_time, plan.global_scope)
+        for k, v in _counts(resolved, resolved.upserts).items():
+            counts[k] += v
+        parts = [_conform(resolved.upserts, schema, UPSERT, shard)]
+        deletes = resolved.deletes
+        if deletes.num_rows:
+            parts.append(_conform(deletes.drop_columns(["_ingest_moved"]), schema, DELETE, shard))
+        dead = resolved.deleted_state
+        if dead.num_rows:
+            rows = {pcb.KEY: dead.column(ks.KEY), pcb.PARTITION: dead.column(ks.PARTITION),
+                    FILE_ID: dead.column(ks.FILE_ID)}
+            if plan.ordering_field:
+                rows[plan.ordering_field] = dead.column(ks.ORDERING)
+            parts.append(_conform(pa.table(rows), schema, DEAD, shard))
+        out.extend(parts)
+    table = pa.concat_tables(out) if out else schema.empty_table()
+    return table, counts
+
+
+def _conform(table: pa.Table, schema: pa.Schema, kind: str, shard: int) -> pa.Table:
+    n = table.num_rows
+    cols = []
+    for f in schema:
+        if f.name == KIND:
+            cols.append(pa.array([kind] * n, pa.string()))
+        elif f.name == SHARD:
+            cols.append(pa.array([shard] * n, pa.int32()))
+        elif f.name in table.column_names:
+            col = table.column(f.name)
+            cols.append(col.cast(f.type) if col.type != f.type else col)
+        else:
+            cols.append(pa.nulls(n, f.type))
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+def insert_counts(tagged: pa.Table) -> dict[str, int]:
+    new = tagged.filter(pc.and_(pc.equal(tagged.column(KIND), UPSERT), pc.is_null(tagged.column(FILE_ID))))
+    out: dict[str, int] = {}
+    for (partition,), group in _groups(new.select([pcb.PARTITION]), [pcb.PARTITION]):
+        out[partition] = group.num_rows
+    return out
+
+
+def insert_buckets(plan: WritePlan, counts: Mapping[str, int]) -> dict[str, tuple[tuple[str, int], ...]]:
+    """New keys per partition fill file groups with room first, then new ones, each up to the size limit."""
+    per_group = max(1, plan.file_group_max_bytes // max(1, plan.record_bytes))
+    out = {}
+    for partition, n in sorted(counts.items()):
+        buckets = []
+        remaining = n
+        for file_id, spare_bytes in plan.open_groups.get(partition, ()):
+            take = min(remaining, spare_bytes // max(1, plan.record_bytes))
+            if take > 0:
+                buckets.append((file_id, take))
+                remaining -= take
+        index = 0
+        while remaining > 0:
+            take = min(remaining, per_group)
+            buckets.append((plan.new_file_id(partition, index), take))
+            remaining -= take
+            index += 1
+        out[partition] = tuple(buckets)
+    return out
+
+
+def assign(tagged: pa.Table, buckets: Mapping[str, tuple[tuple[str, int], ...]]) -> pa.Table:
+    """Give each new key its file group: hash of the key over the groups' shares (as Hudi's upsert partitioner)."""
+    new_mask = pc.and_(pc.equal(tagged.column(KIND), UPSERT), pc.is_null(tagged.column(FILE_ID)))
+    if not tagged.num_rows or not pc.any(new_mask).as_py():
+        return tagged
+    file_ids = tagged.column(FILE_ID).to_pylist()
+    partitions = tagged.column(pcb.PARTITION).to_pylist()
+    hashes = java_string_hashes(tagged.column(pcb.KEY).combine_chunks()).astype(np.int64) & 0x7FFFFFFF
+    is_new = np.asarray(new_mask.to_numpy(zero_copy_only=False), dtype=bool)
+    cumulative = {p: (np.cumsum([c for _, c in b]), [f for f, _ in b]) for p, b in buckets.items()}
+    for i in np.flatnonzero(is_new):
+        cum, ids = cumulative[partitions[i]]
+        slot = hashes[i] % cum[-1]
+        file_ids[i] = ids[int(np.searchsorted(cum, slot, side="right"))]
+    return tagged.set_column(tagged.schema.get_field_index(FILE_ID), FILE_ID, pa.array(file_ids, pa.string()))
+
+
+def write_groups(plan: WritePlan, tagged: pa.Table, task: TaskIdentity) -> TaskResult:
+    """Write every file group's upserts and deletes (rows routed here by file group)."""
+    stats = []
+    rows = tagged.filter(pc.is_in(tagged.column(KIND), pa.array([UPSERT, DELETE])))
+    for (partition, file_id), group in _groups(rows, [pcb.PARTITION, FILE_ID]):
+        kinds = group.column(KIND)
+        upserts = group.filter(pc.equal(kinds, UPSERT))
+        deletes = group.filter(pc.equal(kinds, DELETE))
+        stats.append(write_file_group(plan.write, plan.target(partition, file_id),
+                                      _drop_internal(upserts, KIND, SHARD), deletes, task))
+    return TaskResult(tuple(stats), (), {})
+
+
+def write_state(plan: WritePlan, tagged: pa.Table) -> TaskResult:
+    """Write each shard's state changes (rows still grouped by shard)."""
+    store = plan.key_state()
+    segments = []
+    for (shard,), group in _groups(tagged, [SHARD]):
+        kinds = group.column(KIND)
+        live = group.filter(pc.equal(kinds, UPSERT))
+        dead = group.filter(pc.equal(kinds, DEAD))
+        dead_state = pa.table({
+            ks.KEY: dead.column(pcb.KEY), ks.PARTITION: dead.column(pcb.PARTITION),
+            ks.FILE_ID: dead.column(FILE_ID),
+            ks.ORDERING: dead.column(plan.ordering_field) if plan.ordering_field else pa.nulls(dead.num_rows),
+            ks.DELETED: pa.array([True] * dead.num_rows),
+        })
+        changes = state_changes(live, dead_state, plan.ordering_field, plan.ordering_type, plan.instant)
+        if changes.num_rows:
+            state = store.load(shard_name(plan, None, shard), plan.is_visible)
+            segments.append(_write_segment(plan, store, state, changes))
+    return TaskResult((), tuple(segments), {})
