@@ -331,7 +331,7 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
     for name in lowered:
         if name in _UNSUPPORTED_SOURCE_OPTIONS:
             raise ConfigError(f"is not supported here: {_UNSUPPORTED_SOURCE_OPTIONS[name]}", key=name)
-        if not name.startswith("kafka.") and name not in _SOURCE_OPTIONS and name != "path":
+        if not name.startswith("kafka.") and name not in _SOURCE_OPTIONS:
             raise ConfigError(
                 "is not an option of the Kafka source (known: kafka.*, subscribe, subscribePattern, assign, "
                 "startingOffsets, maxOffsetsPerTrigger, failOnDataLoss, includeHeaders, "
