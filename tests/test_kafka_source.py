@@ -9,15 +9,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka import KafkaConsumer, TopicPartition
 from kafka_fixtures import broker, topic_name  # noqa: F401  (broker is a fixture)
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
 from ingest.errors import ConfigError
 from ingest.kafka.broker import MOCK_API_VERSION, Message
 from ingest.spark import kafka_source
 from ingest.spark.kafka_source import (
+    KafkaStreamReader,
+    PartitionRange,
     builtin_kafka_available,
     builtin_options,
     consumer_config,
     kafka_lag,
+    kafka_schema,
     kafka_stream,
     parse_options,
     spread_limit,
@@ -149,6 +153,37 @@ def test_builtin_connector_is_used_only_when_its_class_is_present(spark, broker,
     assert builtin_kafka_available(spark) is True
     with pytest.raises(Exception, match="KAFKA_DATA_SOURCE_NOT_ENABLED"):
         kafka_stream(spark, options)  # Spark's own `kafka` format, whose jar is missing here
+
+
+# -- the driver's planning, without Spark ----------------------------------------------------------
+
+
+def test_available_now_never_passes_the_end_fixed_at_start(broker):  # noqa: F811
+    topic = topic_name("target")
+    broker.create_topic(topic, 2)
+    _produce_round_robin(broker, topic, 2, 0, 4)
+    reader = KafkaStreamReader(parse_options(_options(broker, subscribe=topic)), kafka_schema())
+    try:
+        reader.prepareForTriggerAvailableNow()
+        _produce_round_robin(broker, topic, 2, 4, 4)  # arrives after the run began
+        start = reader.initialOffset()  # startingOffsets=latest, resolved after the new records
+        assert start == {topic: {"0": 4, "1": 4}}
+        # Nothing to read up to the fixed end, and no false alarm about offsets going back.
+        assert reader.latestOffset(start, ReadAllAvailable()) == start
+        assert reader.partitions(start, start) == []
+    finally:
+        reader.stop()
+
+    reader = KafkaStreamReader(parse_options(_options(broker, subscribe=topic, startingOffsets="earliest")), kafka_schema())
+    try:
+        reader.prepareForTriggerAvailableNow()
+        start = reader.initialOffset()
+        end = reader.latestOffset(start, ReadMaxRows(3))
+        assert end == {topic: {"0": 2, "1": 1}}
+        assert reader.partitions(start, end) == [PartitionRange(topic, 0, 0, 2), PartitionRange(topic, 1, 0, 1)]
+        assert reader.latestOffset(end, ReadAllAvailable()) == {topic: {"0": 4, "1": 4}}
+    finally:
+        reader.stop()
 
 
 # -- streaming against the broker ---------------------------------------------------------------

@@ -582,13 +582,22 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             _report_data_loss(self.options, f"partitions {gone} are no longer in Kafka")
         latest = self.metadata.latest(partitions)
         self._latest = latest
-        if self._target is not None:
-            latest = {tp: min(end, self._target[tp]) for tp, end in latest.items() if tp in self._target}
         starts = self._starts(previous, latest)
+        ends: dict[TopicPartitionKey, int] = {}
+        for tp, end in latest.items():
+            if self._target is not None:
+                # An available-now run never passes the ends fixed when it began; partitions
+                # found since then wait (in place) for the next run.
+                if tp not in self._target:
+                    if tp in previous:
+                        ends[tp] = starts[tp]
+                    continue
+                end = max(starts[tp], min(end, self._target[tp]))
+            ends[tp] = end
         if isinstance(limit, ReadMaxRows):
-            granted = spread_limit(limit.max_rows, {tp: latest[tp] - starts[tp] for tp in latest})
-            return offsets_json({tp: starts[tp] + granted[tp] for tp in latest})
-        return offsets_json(latest)
+            granted = spread_limit(limit.max_rows, {tp: ends[tp] - starts[tp] for tp in ends})
+            ends = {tp: starts[tp] + granted[tp] for tp in ends}
+        return offsets_json(ends)
 
     def reportLatestOffset(self) -> Offsets | None:
         return offsets_json(self._latest) if self._latest is not None else None
