@@ -32,7 +32,8 @@ null unless it is JSON null or absent, and absent/null is an error for NOT NULL 
     TIMESTAMP                    ISO-8601 string: 2024-05-01, 2024-05-01 10:00:00, 2024-05-01T10:00:00.123456Z,
                                  ...+02:00; without an offset it is UTC; at most 6 fraction digits.
                                  Numbers are errors (seconds or milliseconds would be a guess)
-    TIMESTAMP_NTZ                the same strings, kept as wall-clock time
+    TIMESTAMP_NTZ                the same strings as wall-clock time (a given offset is applied:
+                                 the UTC wall-clock time is kept)
     DATE                         "YYYY-MM-DD" string
     BINARY                       base64 string (as Spark's from_json reads it)
     ARRAY<T>, STRUCT<...>        JSON array / object, elements and fields typed as above
@@ -41,15 +42,19 @@ Fields not in the schema are ignored; a field given twice, invalid UTF-8, a top-
 not an object, or more than one JSON value in a message are errors. MAP columns cannot be read from
 JSON (declare a STRUCT); Avro maps work.
 
-JSON is decoded vectorized: messages are joined with newlines and read by `pyarrow.json` in one
-call; only when that fails is the chunk split in halves until the bad messages stand alone, each
-then read by itself to name its error. A message's outcome never depends on its neighbours.
+JSON is decoded vectorized, as it runs on every message: messages are joined with newlines and read
+by `pyarrow.json` a chunk (up to 16k messages / 32 MiB) per call. A parse error names its row; that
+message is read alone to confirm it and word its error, and parsing resumes around it. Errors pyarrow
+reports without a row (a number out of range, a bad timestamp) halve the chunk until the culprit
+stands alone. Messages with line breaks inside are read alone. A message's outcome never depends on
+its neighbours.
 
 Record keys: `key_fields` name the columns that form the record key (non-null in every record).
 With `key_source="value"` they come from the decoded value; with `key_source="kafka_key"` from the
-Kafka key (overriding the value's copies). Tombstones always take them from the Kafka key, read as
-`key_format` says: `string` (the UTF-8 text of the single key field, converted to its type) or
-`json` (an object holding the key fields, typed like the value's JSON).
+Kafka key (the value's copies are not read). Tombstones always take them from the Kafka key, read
+as `key_format` says: `string` (the UTF-8 text of the single key field, converted to its type) or
+`json` (an object holding the key fields, typed like the value's JSON). A tombstone whose key cannot
+be read, or a spec without key fields, makes the tombstone an error row.
 """
 
 from __future__ import annotations
