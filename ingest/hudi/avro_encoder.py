@@ -47,6 +47,7 @@ _U64 = np.uint64
 # Bytes an Arrow binary_view keeps inline; small pieces up to this width become Arrow arrays
 # through one C++ cast instead of a numpy compaction.
 _INLINE = 12
+# Rows encoded at a time: numpy's intermediates stay in cache and their memory stays bounded.
 ROWS_PER_SLICE = 65_536
 
 
@@ -106,7 +107,7 @@ class _Small:
 
     lo: np.ndarray
     hi: np.ndarray | None
-    length: np.ndarray | int  # int64 per row, or one length for every row
+    length: np.ndarray | int  # per row (small unsigned ints), or one length for every row
     width: int  # the largest length
 
 
@@ -778,7 +779,7 @@ class _Encoder:
         data = extended[keep]
         offsets = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(length, out=offsets[1:])
-        return [_long(length), _Chunk(offsets, pa.py_buffer(np.ascontiguousarray(data)))]
+        return [_unsigned_varint(length), _Chunk(offsets, pa.py_buffer(data))]
 
     # -- containers
 
@@ -874,8 +875,6 @@ def encode_batch(batch: pa.RecordBatch | pa.Table, schema: dict[str, Any]) -> En
     parsed = fastavro.parse_schema(schema, named)
     if not (isinstance(parsed, dict) and parsed.get("type") in ("record", "error")):
         raise SchemaEvolutionError(f"encode_batch needs a record schema, got {schema!r}")
-    if isinstance(batch, pa.Table):
-        batch = batch.combine_chunks()
     try:
         return _encode_vectorized(batch, parsed, named)
     except _Unsupported:
@@ -887,7 +886,6 @@ def _encode_vectorized(batch: pa.RecordBatch | pa.Table, parsed: dict[str, Any],
     encoder = _Encoder(named)
     framed: list[pa.Buffer] = []
     offsets = [np.zeros(1, dtype=np.int64)]
-    # Row slices keep numpy's intermediates in cache and bound the memory they take.
     for start in range(0, n, ROWS_PER_SLICE):
         rows = batch.slice(start, ROWS_PER_SLICE)
         children: dict[str, pa.Array | None] = {}

@@ -255,6 +255,11 @@ def _canonical(avro_type: Any) -> Any:
     return avro_type
 
 
+def without_null_fields(schema: AvroSchema) -> AvroSchema:
+    """The schema minus columns of Avro type "null" (all-null data, whose real type is unknown yet)."""
+    return {**schema, "fields": [f for f in schema["fields"] if f["type"] not in ("null", ["null"])]}
+
+
 def is_nullable(avro_type: Any) -> bool:
     return isinstance(avro_type, list) and "null" in avro_type
 

@@ -77,7 +77,8 @@ class Engine(Protocol):
 
 
 def incoming_avro_schema(arrow_schema: pa.Schema, table_name: str) -> avro.AvroSchema:
-    return avro.arrow_to_avro(rec.data_schema(arrow_schema), table_name)
+    """The data's Avro schema; all-null columns (type unknown) are left out until they carry values."""
+    return avro.without_null_fields(avro.arrow_to_avro(rec.data_schema(arrow_schema), table_name))
 
 
 def open_table(options: WriteOptions, arrow_schema: pa.Schema) -> HudiTable:

@@ -106,7 +106,8 @@ def begin(
             return None
     timeline, rolled = recover(table, timeline)
     current = table.schema(timeline)
-    schema = avro.evolve(current, incoming_schema) if current is not None else avro.without_meta_fields(incoming_schema)
+    incoming_schema = avro.without_null_fields(avro.without_meta_fields(incoming_schema))
+    schema = avro.evolve(current, incoming_schema) if current is not None else incoming_schema
     instant_time = timeline.new_instant_time()
     requested = request(table.storage, instant_time, Action.DELTA_COMMIT)
     inflight = start(table.storage, requested, CommitMetadata(operation_type=operation.upper()).to_bytes())

@@ -75,6 +75,8 @@ def shard_name(plan: WritePlan, partition: str | None, route: int) -> str:
 def conform(plan: WritePlan, records: pa.Table) -> pa.Table:
     """Data columns cast to the writer schema's Arrow types (all-null columns get the table's type)."""
     target = avro.avro_to_arrow(plan.write.writer_schema)
+    unknown = [f.name for f in records.schema if pa.types.is_null(f.type) and target.get_field_index(f.name) < 0]
+    records = records.drop_columns(unknown)  # all null and not in the table: nothing to keep
     for i, name in enumerate(records.column_names):
         index = target.get_field_index(name)
         if index >= 0 and records.schema.field(i).type != target.field(index).type:
@@ -95,7 +97,8 @@ def route(plan: WritePlan, records: pa.Table) -> pa.Table:
             known = records.filter(pc.invert(unknown))
             lost = records.filter(unknown)
             copies = [known]
-            for partition in plan.partitions:
+            batch_partitions = set(pc.unique(known.column(pcb.PARTITION)).to_pylist())
+            for partition in sorted(set(plan.partitions) | batch_partitions):
                 copies.append(lost.set_column(lost.schema.get_field_index(pcb.PARTITION), pcb.PARTITION,
                                               pa.array([partition] * lost.num_rows, pa.string())))
             records = pa.concat_tables(copies)
@@ -176,18 +179,25 @@ def tagged_schema(records_schema: pa.Schema, plan: WritePlan) -> pa.Schema:
     ])
 
 
-def _expand_unknown_partitions(combined: pa.Table, state: pa.Table) -> pa.Table:
-    """Partition-scoped key index: a tombstone without partition deletes the key in every partition."""
-    unknown = pc.is_null(combined.column(pcb.PARTITION))
-    if not combined.num_rows or not pc.any(unknown).as_py():
-        return combined
-    lost = combined.filter(unknown)
-    places = state.filter(pc.invert(state.column(ks.DELETED))).select([ks.KEY, ks.PARTITION])
-    places = places.rename_columns([pcb.KEY, "_ingest_state_partition"])
+def _expand_unknown_partitions(group: pa.Table, state: pa.Table) -> pa.Table:
+    """Partition-scoped key index: a tombstone without partition applies to its key in every partition
+    the key lives in (the shard's state) or arrives in (this batch). Done before pre-combine, so the
+    tombstone supersedes exactly the versions before it."""
+    unknown = pc.is_null(group.column(pcb.PARTITION))
+    if not group.num_rows or not pc.any(unknown).as_py():
+        return group
+    lost = group.filter(unknown)
+    live = state.filter(pc.invert(state.column(ks.DELETED))).select([ks.KEY, ks.PARTITION])
+    seen = group.filter(pc.invert(unknown)).select([pcb.KEY, pcb.PARTITION])
+    names = [pcb.KEY, "_ingest_place"]
+    places = pa.concat_tables([
+        pa.table([live.column(0), live.column(1)], names=names),
+        pa.table([seen.column(0), seen.column(1)], names=names),
+    ], promote_options="permissive")
+    places = places.group_by([pcb.KEY, "_ingest_place"]).aggregate([])
     joined = lost.drop_columns([pcb.PARTITION]).join(places, keys=[pcb.KEY], join_type="inner", use_threads=False)
-    joined = joined.rename_columns([pcb.PARTITION if c == "_ingest_state_partition" else c for c in joined.column_names])
-    joined = joined.select(lost.column_names)
-    return pa.concat_tables([combined.filter(pc.invert(unknown)), joined.cast(lost.schema)])
+    joined = joined.rename_columns([pcb.PARTITION if c == "_ingest_place" else c for c in joined.column_names])
+    return pa.concat_tables([group.filter(pc.invert(unknown)), joined.select(lost.column_names).cast(lost.schema)])
 
 
 def tag(plan: WritePlan, records: pa.Table, schema: pa.Schema) -> tuple[pa.Table, dict[str, int]]:
@@ -198,9 +208,9 @@ def tag(plan: WritePlan, records: pa.Table, schema: pa.Schema) -> tuple[pa.Table
     for (shard,), group in _groups(records, [SHARD]):
         group = _drop_internal(group, SHARD)
         state = store.load(shard_name(plan, None, shard), plan.is_visible)
-        combined = pcb.precombine(group, plan.ordering_field, global_scope=plan.global_scope)
         if not plan.global_scope:
-            combined = _expand_unknown_partitions(combined, state.table)
+            group = _expand_unknown_partitions(group, state.table)
+        combined = pcb.precombine(group, plan.ordering_field, global_scope=plan.global_scope)
         resolved = resolve(combined, state.table, plan.ordering_field, plan.event_time, plan.global_scope)
         for k, v in _counts(resolved, resolved.upserts).items():
             counts[k] += v
