@@ -280,6 +280,17 @@ def test_decimals_rescaled_and_widened():
     check_column(decimal_array([10**37, -(10**37)], 38, 0), bytes_decimal(40, 2))
 
 
+def test_decimals_of_other_widths():
+    big = [10**49 + 7, -(10**49) - 7, 0, 10**60, -1]
+    values = [decimal.Decimal((int(u < 0), tuple(int(d) for d in str(abs(u))), -10)) for u in big]
+    arr256 = pa.array(values, pa.decimal256(70, 10))
+    check_column(arr256, fixed_decimal(70, 10))
+    check_column(arr256, bytes_decimal(70, 10))
+    small = [decimal.Decimal("1.23"), decimal.Decimal("-9.99"), decimal.Decimal("0.00")]
+    check_column(pa.array(small, pa.decimal32(3, 2)), fixed_decimal(3, 2))
+    check_column(pa.array(small, pa.decimal64(12, 2)), bytes_decimal(12, 2))
+
+
 def test_enum():
     schema = {"type": "enum", "name": "color", "symbols": ["RED", "GREEN", "BLUE"] + [f"S{i}" for i in range(70)]}
     check_column(pa.array(["RED", "BLUE", "GREEN", "S69", "RED"]), schema)
