@@ -91,7 +91,7 @@ def die_before_commit(options: WriteOptions, data: pa.Table) -> str:
     engine = LocalEngine()
     table = open_table(options, data.schema)
     ordering = table.config.precombine_field
-    prepared, _, _ = engine.prepare(data, options, ordering)
+    prepared = engine.prepare(data, options, ordering)
     txn = begin(table, incoming_avro_schema(data.schema, options.table_name), "upsert")
     plan = build_plan(txn, options)
     bootstrap.ensure(table, txn.timeline, options, plan.ordering_type)

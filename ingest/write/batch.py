@@ -68,10 +68,14 @@ class Engine(Protocol):
 
     def schema(self, data: Any) -> pa.Schema: ...
 
-    def prepare(self, data: Any, options: WriteOptions, ordering_field: str | None) -> tuple[Any, int, int]:
-        """(prepared records, rows in, bad rows): bad rows are quarantined or the batch fails here."""
+    def prepare(self, data: Any, options: WriteOptions, ordering_field: str | None) -> Any:
+        """The records to write, possibly lazily: bad rows are quarantined, or fail the batch naming one."""
 
-    def run(self, plan: WritePlan, prepared: Any) -> tasks.TaskResult: ...
+    def run(self, plan: WritePlan, prepared: Any) -> tasks.TaskResult:
+        """Run the write tasks; counts include `rows_in` and `quarantined`."""
+
+    def commit_metadata(self) -> Mapping[str, str]:
+        """Extra metadata the run learned (e.g. source offsets), recorded in the commit."""
 
     def slice_reader(self) -> Callable[[ReadContext, Iterable[FileSlice], str], list[tuple[str, pa.Table]]] | None: ...
 
@@ -103,13 +107,13 @@ def write_batch(
     arrow_schema = engine.schema(data)
     table = open_table(options, arrow_schema)
     ordering_field = table.config.precombine_field or options.precombine_field
-    prepared, rows_in, bad = engine.prepare(data, options, ordering_field)
+    prepared = engine.prepare(data, options, ordering_field)
     timings["prepare"] = time.monotonic() - t0
 
     t1 = time.monotonic()
     txn = begin(table, incoming_avro_schema(arrow_schema, options.table_name), options.operation.value, batch)
     if txn is None:
-        return CommitResult(None, skipped_replay=True, rows_in=rows_in)
+        return CommitResult(None, skipped_replay=True)
     plan = build_plan(txn, options)
     bootstrap.ensure(table, txn.timeline, options, plan.ordering_type, engine.slice_reader())
     timings["plan"] = time.monotonic() - t1
@@ -122,15 +126,16 @@ def write_batch(
     t3 = time.monotonic()
     if lock is not None:
         lock.check()
-    done = complete_transaction(txn, list(result.stats), extra_metadata, extra_files=result.segments,
+    extra = {**engine.commit_metadata(), **(extra_metadata or {})}
+    done = complete_transaction(txn, list(result.stats), extra, extra_files=result.segments,
                                 planned_sizes=plan.planned_sizes())
     bootstrap.advance(table, options, done.timestamp)
     timings["commit"] = time.monotonic() - t3
     crash_point("after_commit")
     return CommitResult(
         instant=done.timestamp,
-        rows_in=rows_in,
-        quarantined=bad,
+        rows_in=result.counts.get("rows_in", 0),
+        quarantined=result.counts.get("quarantined", 0),
         counts=result.counts,
         files=len(result.stats),
         rolled_back=txn.rolled_back,
@@ -159,7 +164,7 @@ class LocalEngine:
     def schema(self, data: pa.Table) -> pa.Schema:
         return data.schema
 
-    def prepare(self, data: pa.Table, options: WriteOptions, ordering_field: str | None) -> tuple[pa.Table, int, int]:
+    def prepare(self, data: pa.Table, options: WriteOptions, ordering_field: str | None) -> rec.Prepared:
         prepared = rec.prepare(data, options.keygen, ordering_field=ordering_field,
                                delete_flag_column=options.delete_flag_column,
                                all_deletes=options.operation is Operation.DELETE)
@@ -169,20 +174,27 @@ class LocalEngine:
                 self.quarantine(prepared.errors)
             else:
                 raise BadRecordError(f"{bad} record(s) cannot be written; first: {first_error(prepared.errors)}")
-        return prepared.records, data.num_rows, bad
+        return prepared
 
-    def run(self, plan: WritePlan, records: pa.Table) -> tasks.TaskResult:
+    def run(self, plan: WritePlan, prepared: rec.Prepared) -> tasks.TaskResult:
+        records = tasks.conform(plan, prepared.records)
         routed = tasks.route(plan, records)
+        admitted = {"rows_in": prepared.records.num_rows + prepared.errors.num_rows,
+                    "quarantined": prepared.errors.num_rows}
         if plan.index_type is IndexType.BUCKET:
-            return tasks.bucket_task(plan, routed, self.task)
+            return tasks.TaskResult.merge([tasks.bucket_task(plan, routed, self.task),
+                                           tasks.TaskResult(counts=admitted)])
         tagged, counts = tasks.tag(plan, routed, tasks.tagged_schema(routed.schema, plan))
         tagged = tasks.assign(tagged, tasks.insert_buckets(plan, tasks.insert_counts(tagged)))
         written = tasks.write_groups(plan, tagged, self.task)
         state = tasks.write_state(plan, tagged)
-        return tasks.TaskResult(written.stats, state.segments, counts)
+        return tasks.TaskResult(written.stats, state.segments, {**counts, **admitted})
 
     def slice_reader(self):
         return None
+
+    def commit_metadata(self) -> dict[str, str]:
+        return {}
 
 
 class LocalWriter:

@@ -38,6 +38,7 @@ SHARD = "_ingest_shard"
 KIND = "_ingest_kind"
 UPSERT, DELETE, DEAD = "U", "D", "X"
 COUNTERS = ("upserts", "inserts", "updates", "deletes", "stale", "missing_deletes")
+ADMISSION = ("rows_in", "quarantined")
 
 
 @dataclass(frozen=True)
@@ -85,12 +86,11 @@ def conform(plan: WritePlan, records: pa.Table) -> pa.Table:
 
 
 def route(plan: WritePlan, records: pa.Table) -> pa.Table:
-    """Conform the records and add the routing column: the bucket or the key shard.
+    """Add the routing column: the bucket (bucket index) or the key shard (key index).
 
     Bucket index: a tombstone knows no partition, so it is copied to every partition the table has
     (the bucket's state in each says whether the key is there to delete).
     """
-    records = conform(plan, records)
     if plan.index_type.value == "bucket":
         unknown = pc.is_null(records.column(pcb.PARTITION))
         if records.num_rows and pc.any(unknown).as_py():
@@ -148,6 +148,7 @@ def _write_segment(plan: WritePlan, store: ks.KeyStateStore, state: ks.ShardStat
 def bucket_task(plan: WritePlan, records: pa.Table, task: TaskIdentity) -> TaskResult:
     store = plan.key_state()
     results = []
+    records = conform(plan, records)
     for (partition, bucket), group in _groups(records, [pcb.PARTITION, BUCKET]):
         group = _drop_internal(group, BUCKET)
         state = store.load(shard_name(plan, partition, bucket), plan.is_visible)
@@ -205,6 +206,7 @@ def tag(plan: WritePlan, records: pa.Table, schema: pa.Schema) -> tuple[pa.Table
     store = plan.key_state()
     out = []
     counts = dict.fromkeys(COUNTERS, 0)
+    records = conform(plan, records)
     for (shard,), group in _groups(records, [SHARD]):
         group = _drop_internal(group, SHARD)
         state = store.load(shard_name(plan, None, shard), plan.is_visible)

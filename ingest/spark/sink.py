@@ -1,0 +1,318 @@
+"""The Spark sink: `df.writeStream.foreachBatch(HudiSink(options)).start()`, or `sink.write(df)`.
+
+Per micro-batch the driver begins the commit and plans it (`ingest.write.batch.write_batch`), and
+executors do all the work on records: `mapInArrow` prepares them (keys, partitions, deletes; bad
+records quarantined by the task that meets them, or the job fails naming one), routes them, and after
+one shuffle the task owning a bucket (bucket index) or a key shard and then a file group (key index)
+writes the files and the key state. Tasks return write stats only; no record reaches the driver.
+Counters come back through accumulators.
+
+The same task functions run in the in-process writer, so a table written through Spark equals one
+written locally from the same data.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark import AccumulatorParam, StorageLevel, TaskContext
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.types import StructType
+
+from ingest.errors import BadRecordError
+from ingest.hudi.commit_metadata import WriteStat
+from ingest.storage import Storage
+from ingest.write import batch as batch_mod
+from ingest.write import precombine as pcb
+from ingest.write import quarantine, tasks
+from ingest.write import records as rec
+from ingest.write.commit import BatchId
+from ingest.write.file_group_writer import TaskIdentity
+from ingest.write.lock import WriterLock
+from ingest.write.options import IndexType, Operation, WriteOptions
+from ingest.write.plan import WritePlan
+
+log = logging.getLogger(__name__)
+
+RESULT_SCHEMA = StructType.fromJson({"type": "struct", "fields": [
+    {"name": "result", "type": "string", "nullable": False, "metadata": {}},
+]})
+KAFKA_OFFSET = "_kafka_offset"
+
+
+class _Counters(AccumulatorParam):
+    """Sums of named counters, merged across tasks."""
+
+    def zero(self, value: dict) -> dict:
+        return {}
+
+    def addInPlace(self, a: dict, b: dict) -> dict:  # noqa: N802 - Spark's name
+        for k, v in b.items():
+            if isinstance(v, dict):  # per Kafka partition: keep the largest offset
+                inner = a.setdefault(k, {})
+                for pk, pv in v.items():
+                    inner[pk] = max(inner.get(pk, pv), pv)
+            else:
+                a[k] = a.get(k, 0) + v
+        return a
+
+
+def _task() -> TaskIdentity:
+    ctx = TaskContext.get()
+    if ctx is None:
+        return TaskIdentity()
+    return TaskIdentity(ctx.partitionId(), ctx.stageId(), ctx.taskAttemptId())
+
+
+def _table(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:
+    batches = list(batches)
+    if not batches:
+        return None
+    return pa.Table.from_batches(batches)
+
+
+def _result_batch(result: tasks.TaskResult) -> pa.RecordBatch:
+    payload = json.dumps({
+        "stats": [s.to_json() for s in result.stats],
+        "segments": list(result.segments),
+        "counts": dict(result.counts),
+    })
+    return pa.RecordBatch.from_pydict({"result": pa.array([payload], pa.string())})
+
+
+def _parse_results(rows) -> tasks.TaskResult:
+    parts = []
+    for row in rows:
+        d = json.loads(row["result"])
+        parts.append(tasks.TaskResult(
+            tuple(WriteStat.from_json(s) for s in d["stats"]), tuple(d["segments"]), d["counts"],
+        ))
+    return tasks.TaskResult.merge(parts)
+
+
+@dataclass(frozen=True)
+class PreparedFrame:
+    """A batch to prepare inside the write job (nothing has run yet)."""
+
+    df: DataFrame
+    options: WriteOptions
+    ordering_field: str | None
+
+
+class SparkEngine:
+    """Runs a batch's tasks on Spark executors."""
+
+    def __init__(self, spark: SparkSession, *, on_error: str = "fail", quarantine_path: str | None = None,
+                 quarantine_options: Mapping[str, Any] | None = None, batch_label: str = "0",
+                 parallelism: int | None = None):
+        if on_error not in ("fail", "quarantine"):
+            raise ValueError(f"on_error must be 'fail' or 'quarantine', not {on_error!r}")
+        if on_error == "quarantine" and not quarantine_path:
+            raise ValueError("on_error 'quarantine' needs a quarantine path")
+        self.spark = spark
+        self.on_error = on_error
+        self.quarantine = Storage(quarantine_path, quarantine_options) if quarantine_path else None
+        self.batch_label = batch_label
+        self.parallelism = parallelism or spark.sparkContext.defaultParallelism
+        self.offsets: dict[str, int] = {}
+
+    # -- Engine protocol --------------------------------------------------------------------------
+
+    def schema(self, df: DataFrame) -> pa.Schema:
+        return to_arrow_schema(df.schema, timezone="UTC")
+
+    def prepare(self, df: DataFrame, options: WriteOptions, ordering_field: str | None) -> PreparedFrame:
+        if rec.SOURCE_ORDER not in df.columns:
+            # Ties between versions of a key go to the later one in source order: the Kafka offset when
+            # there is one (a key's messages share a Kafka partition), else the row's position.
+            order = F.col(KAFKA_OFFSET) if KAFKA_OFFSET in df.columns else F.monotonically_increasing_id()
+            df = df.withColumn(rec.SOURCE_ORDER, order.cast("long"))
+        return PreparedFrame(df, options, ordering_field)
+
+    def slice_reader(self):
+        return None
+
+    def commit_metadata(self) -> dict[str, str]:
+        """Where the batch read Kafka up to (largest offset per topic-partition), for operators."""
+        if not self.offsets:
+            return {}
+        return {"ingest.kafka.max_offsets": json.dumps(self.offsets, sort_keys=True, separators=(",", ":"))}
+
+    def run(self, plan: WritePlan, prepared: PreparedFrame) -> tasks.TaskResult:
+        counters = self.spark.sparkContext.accumulator({}, _Counters())
+        staged = self._stage(plan, prepared, counters)
+        if plan.index_type is IndexType.BUCKET:
+            result = self._bucket(plan, staged)
+        else:
+            result = self._key_index(plan, staged, counters)
+        totals = dict(counters.value)
+        self.offsets = totals.pop("_kafka_offsets", {}) or {}
+        return tasks.TaskResult.merge([result, tasks.TaskResult(counts=totals)])
+
+    # -- stages -----------------------------------------------------------------------------------
+
+    def _stage(self, plan: WritePlan, prepared: PreparedFrame, counters) -> DataFrame:
+        """Prepare and route records in the tasks that read them; bad ones never go further."""
+        options = prepared.options
+        ordering_field = prepared.ordering_field
+        on_error = self.on_error
+        quarantine_storage = self.quarantine
+        batch_label = self.batch_label
+        arrow_in = to_arrow_schema(prepared.df.schema, timezone="UTC")
+        probe = rec.prepare(arrow_in.empty_table(), options.keygen, ordering_field=ordering_field,
+                            delete_flag_column=options.delete_flag_column)
+        routed_schema = tasks.route(plan, probe.records).schema
+        spark_schema = from_arrow_schema(routed_schema)
+
+        def stage(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            table = _table(batches)
+            if table is None:
+                return
+            task = _task()
+            done = rec.prepare(table, options.keygen, ordering_field=ordering_field,
+                               delete_flag_column=options.delete_flag_column,
+                               all_deletes=options.operation is Operation.DELETE)
+            seen: dict[str, Any] = {"rows_in": table.num_rows, "quarantined": done.errors.num_rows}
+            if KAFKA_OFFSET in table.column_names and "_kafka_topic" in table.column_names:
+                offsets: dict[str, int] = {}
+                for topic, part, off in zip(table.column("_kafka_topic").to_pylist(),
+                                            table.column("_kafka_partition").to_pylist(),
+                                            table.column(KAFKA_OFFSET).to_pylist(), strict=True):
+                    if off is not None:
+                        k = f"{topic}:{part}"
+                        offsets[k] = max(offsets.get(k, off), off)
+                seen["_kafka_offsets"] = offsets
+            if done.errors.num_rows:
+                if on_error == "fail":
+                    raise BadRecordError(f"{done.errors.num_rows} record(s) cannot be written; first: "
+                                         f"{batch_mod.first_error(done.errors)}")
+                quarantine.write(quarantine_storage, done.errors, batch_label, f"{task.partition_id:05d}")
+            counters.add(seen)
+            routed = tasks.route(plan, done.records)
+            yield from routed.select(routed_schema.names).cast(routed_schema).to_batches()
+
+        return prepared.df.mapInArrow(stage, spark_schema)
+
+    def _bucket(self, plan: WritePlan, staged: DataFrame) -> tasks.TaskResult:
+        def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            table = _table(batches)
+            if table is None:
+                return
+            yield _result_batch(tasks.bucket_task(plan, table, _task()))
+
+        shuffled = staged.repartition(self.parallelism, pcb.PARTITION, tasks.BUCKET)
+        return _parse_results(shuffled.mapInArrow(write, RESULT_SCHEMA).collect())
+
+    def _key_index(self, plan: WritePlan, staged: DataFrame, counters) -> tasks.TaskResult:
+        routed_schema = to_arrow_schema(staged.schema, timezone="UTC")
+        tagged_arrow = tasks.tagged_schema(routed_schema, plan)
+
+        def tag(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            table = _table(batches)
+            if table is None:
+                return
+            tagged, counts = tasks.tag(plan, table, tagged_arrow)
+            counters.add(counts)
+            yield from tagged.to_batches()
+
+        tagged = staged.repartition(self.parallelism, tasks.SHARD).mapInArrow(tag, from_arrow_schema(tagged_arrow))
+        tagged = tagged.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            new = tagged.where((F.col(tasks.KIND) == tasks.UPSERT) & F.col(tasks.FILE_ID).isNull())
+            counts = {r[pcb.PARTITION]: r["count"] for r in new.groupBy(pcb.PARTITION).count().collect()}
+            buckets = tasks.insert_buckets(plan, counts)
+
+            def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+                table = _table(batches)
+                if table is None:
+                    return
+                yield _result_batch(tasks.write_groups(plan, table, _task()))
+
+            def assign(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+                for b in batches:
+                    yield from tasks.assign(pa.Table.from_batches([b]), buckets).to_batches()
+
+            def state(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+                table = _table(batches)
+                if table is None:
+                    return
+                yield _result_batch(tasks.write_state(plan, tasks.assign(table, buckets)))
+
+            assigned = tagged.mapInArrow(assign, tagged.schema)
+            groups = assigned.repartition(self.parallelism, pcb.PARTITION, tasks.FILE_ID)
+            written = _parse_results(groups.mapInArrow(write, RESULT_SCHEMA).collect())
+            segments = _parse_results(tagged.mapInArrow(state, RESULT_SCHEMA).collect())
+        finally:
+            tagged.unpersist()
+        return tasks.TaskResult(written.stats, segments.segments, {})
+
+
+class HudiSink:
+    """A foreachBatch sink (`sink(df, batch_id)`), and a batch writer (`sink.write(df)`).
+
+    Holds the table's writer lease from its first batch until `close()`.
+    """
+
+    def __init__(self, options: WriteOptions, *, spark: SparkSession | None = None, on_error: str = "fail",
+                 quarantine_path: str | None = None, parallelism: int | None = None,
+                 after_commit=None):
+        self.options = options
+        self.spark = spark
+        self.on_error = on_error
+        self.quarantine_path = quarantine_path
+        self.parallelism = parallelism
+        self.after_commit = after_commit
+        self.lock: WriterLock | None = None
+        self.results: list[batch_mod.CommitResult] = []
+
+    def _lease(self) -> WriterLock:
+        if self.lock is None:
+            lock = WriterLock(Storage(self.options.table_path, self.options.storage_options),
+                              self.options.lock_expiry_seconds, description=self.options.checkpoint_id)
+            lock.acquire()
+            self.lock = lock
+        return self.lock
+
+    def _engine(self, df: DataFrame, label: str) -> SparkEngine:
+        spark = self.spark or df.sparkSession
+        return SparkEngine(spark, on_error=self.on_error, quarantine_path=self.quarantine_path,
+                           quarantine_options=self.options.storage_options, batch_label=label,
+                           parallelism=self.parallelism)
+
+    def _write(self, df: DataFrame, batch: BatchId | None, label: str,
+               extra: Mapping[str, str] | None = None) -> batch_mod.CommitResult:
+        engine = self._engine(df, label)
+        lock = self._lease()
+        result = batch_mod.write_batch(engine, self.options, df, batch=batch,
+                                       extra_metadata=extra, lock=lock)
+        log.info(result.log_line(batch))
+        self.results.append(result)
+        if self.after_commit is not None and result.instant is not None:
+            self.after_commit(result)
+        return result
+
+    def __call__(self, df: DataFrame, batch_id: int) -> None:
+        self._write(df, BatchId(self.options.checkpoint_id, int(batch_id)), str(batch_id))
+
+    def write(self, df: DataFrame, batch: BatchId | None = None,
+              extra_metadata: Mapping[str, str] | None = None) -> batch_mod.CommitResult:
+        label = str(batch.batch_id) if batch else "batch"
+        return self._write(df, batch, label, extra_metadata)
+
+    def close(self) -> None:
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
+
+    def __enter__(self) -> HudiSink:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
