@@ -1,0 +1,775 @@
+"""Every pipeline configuration key in one place: name, type, default, allowed values, meaning.
+
+The loader checks files against this registry, redaction asks it what is secret, and
+`docs/configuration.md` is generated from it (`python -m ingest.config.keys docs/configuration.md`),
+so the code, the checks and the reference cannot disagree.
+
+A key's full name is its path in the YAML file joined with dots (`source.kafka.topics`), except in
+the `hudi` section, whose keys are Hudi's own dotted names kept whole (`hudi.hoodie.index.type`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+REDACTED = "<redacted>"
+
+# Names of secret settings: Kafka's sasl.jaas.config and ssl.*.password, fsspec's `secret`/`token`,
+# Spark's fs.s3a.secret.key, Azure account keys... Matched against the full name, map entries included.
+_SECRET_NAME = re.compile(
+    r"password|passwd|secret|token|credential|jaas|private[._-]?key|account[._-]?key|access[._-]?key"
+    r"|connection[._-]?string",
+    re.IGNORECASE,
+)
+
+
+# Last name segments that say the value only points at or names a secret (`...credentials.provider`).
+_NOT_SECRET_LAST = frozenset({"provider", "type", "class", "location", "path", "file"})
+
+
+def is_secret(name: str) -> bool:
+    """True for settings whose values must never be shown (s3fs names its access key id plain `key`)."""
+    last = name.rsplit(".", 1)[-1].lower()
+    return last == "key" or (bool(_SECRET_NAME.search(name)) and last not in _NOT_SECRET_LAST)
+
+
+class Secret(str):
+    """A secret value: the text itself where used, `<redacted>` wherever it is repr'd or logged."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return repr(REDACTED)
+
+
+class Type(Enum):
+    STRING = "text"
+    INTEGER = "integer"
+    NUMBER = "number"
+    BOOLEAN = "true / false"
+    CHOICE = "one of"
+    LIST = "list of text (a YAML list, or comma-separated)"
+    SIZE = "bytes (an integer, or with a unit: 64MiB, 1 GB)"
+    TRIGGER = "trigger"
+    TEXT_MAP = "map of text"
+    VALUE_MAP = "map"
+    ID_MAP = "map of schema id to file"
+    REFUSED = "refused"
+
+    @property
+    def is_map(self) -> bool:
+        return self in (Type.TEXT_MAP, Type.VALUE_MAP, Type.ID_MAP)
+
+
+@dataclass(frozen=True)
+class Key:
+    """One setting. `default` is typed; `default_doc` describes a default derived from other keys."""
+
+    name: str
+    type: Type
+    doc: str
+    default: Any = None
+    default_doc: str | None = None
+    required: bool = False
+    choices: tuple[str, ...] = ()
+    minimum: float | None = None
+    maximum: float | None = None
+    pattern: str | None = None
+    aliases: tuple[str, ...] = ()
+    service: bool = False
+    reason: str = ""  # why a value is refused (REFUSED keys, restricted choices, patterns)
+
+    @property
+    def section(self) -> str:
+        return self.name.split(".", 1)[0]
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        """Where the key sits in the YAML file."""
+        if self.section == HUDI:
+            return (HUDI, self.name[len(HUDI) + 1 :])
+        return tuple(self.name.split("."))
+
+    @property
+    def secret(self) -> bool:
+        return is_secret(self.name)
+
+
+HUDI = "hudi"
+
+# Hudi's index types and what they become here: (our index type, global scope).
+INDEX_TYPES: Mapping[str, tuple[str, bool]] = {
+    "BUCKET": ("bucket", False),
+    "SIMPLE": ("key", False),
+    "BLOOM": ("key", False),
+    "GLOBAL_SIMPLE": ("key", True),
+    "GLOBAL_BLOOM": ("key", True),
+    "RECORD_INDEX": ("key", True),
+}
+BUCKET_KEYS = ("hudi.hoodie.bucket.index.num.buckets", "hudi.hoodie.bucket.index.hash.field")
+
+_PAYLOADS = (
+    "org.apache.hudi.common.model.DefaultHoodieRecordPayload",
+    "org.apache.hudi.common.model.EventTimeAvroPayload",
+    "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload",
+)
+_STRATEGIES = "org.apache.hudi.table.action.compact.strategy"
+_TIMEBASED = "hoodie.keygen.timebased."
+_OLD_TIMEBASED = "hoodie.deltastreamer.keygen.timebased."
+
+
+def _streamer(suffix: str) -> tuple[str, ...]:
+    """HoodieStreamer's key and its older `hoodie.deltastreamer.` spelling, as `hudi.` names."""
+    return (f"hudi.hoodie.streamer.{suffix}", f"hudi.hoodie.deltastreamer.{suffix}")
+
+
+def _timebased(suffix: str, doc: str) -> Key:
+    return Key(f"hudi.{_TIMEBASED}{suffix}", Type.STRING, doc, aliases=(f"hudi.{_OLD_TIMEBASED}{suffix}",))
+
+
+SECTIONS: Mapping[str, str] = {
+    "table": "The Hudi table written: where it is and what it is called.",
+    HUDI: (
+        "Settings Hudi itself names, under Hudi's own keys, so HoodieStreamer and Spark datasource "
+        "properties carry over unchanged. Only the keys below are read; see *Hudi keys* above for the rest."
+    ),
+    "source": (
+        "Where records come from: `source.kafka` (a stream) or `source.files` (a backfill), exactly one; "
+        "and, for Kafka, how message values are decoded."
+    ),
+    "write": "ingest's own write settings (those Hudi has no key for).",
+    "stream": "The streaming query: its checkpoint, how often it commits, what happens to bad records.",
+    "quarantine": "Where records that cannot be written go, when `stream.on_error` is `quarantine`.",
+    "spark": "The Spark session the job starts.",
+}
+GROUPS = frozenset({*SECTIONS, "source.kafka", "source.files"})
+
+KEYS: tuple[Key, ...] = (
+    # -- table ------------------------------------------------------------------------------------
+    Key("table.path", Type.STRING, "Base URL of the table: a local path or any fsspec URL (`s3://`, `gs://`, "
+        "`abfs://`, `file://`).", required=True),
+    Key("table.name", Type.STRING, "Table name (`hoodie.table.name`); also names the table's Avro record, so "
+        "letters, digits and `_` only.", required=True, pattern=r"[A-Za-z_][A-Za-z0-9_]*",
+        reason="letters, digits and _, not starting with a digit (it names the table's Avro record)",
+        aliases=("hudi.hoodie.table.name",)),
+    Key("table.database", Type.STRING, "Database the table belongs to (`hoodie.database.name`).", default="default",
+        aliases=("hudi.hoodie.database.name",)),
+    Key("table.storage_options", Type.VALUE_MAP, "Options of the fsspec file system holding the table (s3fs: "
+        "`key`, `secret`, `client_kwargs: {endpoint_url: ...}`; gcsfs: `token`; ...).", default={}),
+    # -- hudi: keys and partitions ----------------------------------------------------------------
+    Key("hudi.hoodie.datasource.write.recordkey.field", Type.STRING, "Record key field(s), comma-separated; "
+        "nested fields as `a.b`.", required=True),
+    Key("hudi.hoodie.datasource.write.partitionpath.field", Type.STRING, "Partition path field(s), "
+        "comma-separated; `field:SIMPLE` / `field:TIMESTAMP` with the CUSTOM key generator. Unset: not "
+        "partitioned."),
+    Key("hudi.hoodie.datasource.write.precombine.field", Type.STRING, "Ordering field: of two versions of a "
+        "record the larger value wins (with an event-time payload, across commits too). Hudi's writers default "
+        "it to `ts`; here unset means no ordering field (the latest write wins).",
+        aliases=("hudi.hoodie.table.precombine.field",)),
+    Key("hudi.hoodie.datasource.write.keygenerator.class", Type.STRING, "Key generator class: Hudi's Simple, "
+        "Complex, TimestampBased, Custom or Nonpartitioned key generator (Spark or Avro variant).",
+        default_doc="from `keygenerator.type`, else inferred from the field counts as Hudi does"),
+    Key("hudi.hoodie.datasource.write.keygenerator.type", Type.CHOICE, "Key generator type, when no class is "
+        "given.", choices=("SIMPLE", "COMPLEX", "TIMESTAMP", "CUSTOM", "NON_PARTITION"),
+        default_doc="inferred: NON_PARTITION without partition fields, SIMPLE with one key and one partition "
+        "field, else COMPLEX"),
+    Key("hudi.hoodie.datasource.write.hive_style_partitioning", Type.BOOLEAN, "Partition folders named "
+        "`field=value`.", default=False),
+    Key("hudi.hoodie.datasource.write.partitionpath.urlencode", Type.BOOLEAN, "Escape partition values in "
+        "folder names.", default=False),
+    Key("hudi.hoodie.datasource.write.keygenerator.consistent.logical.timestamp.enabled", Type.BOOLEAN,
+        "Render timestamp key and partition values as `yyyy-MM-dd HH:mm:ss.S` rather than epoch numbers "
+        "(set it for tables keyed or partitioned by a timestamp).", default=False),
+    Key("hudi.hoodie.write.complex.keygen.encode.single.record.key.field.name", Type.BOOLEAN, "COMPLEX key "
+        "generator with one key field: keys `field:value` (true) or the bare value (false, as Hudi 0.14.1 and "
+        "0.15.0 wrote them).", default=True),
+    _timebased("timestamp.type", "TIMESTAMP key generator: how the field is read (UNIX_TIMESTAMP, DATE_STRING, "
+               "MIXED, EPOCHMILLISECONDS, EPOCHMICROSECONDS, SCALAR)."),
+    _timebased("timestamp.scalar.time.unit", "TIMESTAMP key generator, SCALAR type: the unit of the numbers."),
+    _timebased("input.dateformat", "TIMESTAMP key generator: Joda pattern(s) of DATE_STRING input."),
+    _timebased("input.dateformat.list.delimiter.regex", "TIMESTAMP key generator: separates several input "
+               "patterns."),
+    _timebased("output.dateformat", "TIMESTAMP key generator: Joda pattern of the partition path."),
+    _timebased("timezone", "TIMESTAMP key generator: zone of input and output."),
+    _timebased("input.timezone", "TIMESTAMP key generator: zone of the input."),
+    _timebased("output.timezone", "TIMESTAMP key generator: zone of the partition path."),
+    Key("hudi.hoodie.keygen.datetime.parser.class", Type.STRING, "TIMESTAMP key generator: date parser (only "
+        "Hudi's `HoodieDateTimeParser`).", aliases=("hudi.hoodie.deltastreamer.keygen.datetime.parser.class",)),
+    # -- hudi: writing ----------------------------------------------------------------------------
+    Key("hudi.hoodie.datasource.write.operation", Type.CHOICE, "What a batch does: `upsert` (insert or "
+        "update), `insert` (records are new: no lookup), `bulk_insert` (a first load of new records), "
+        "`delete` (every record deletes its key).", default="upsert",
+        choices=("upsert", "insert", "bulk_insert", "delete")),
+    Key("hudi.hoodie.datasource.write.payload.class", Type.CHOICE, "Merge rule across commits: Default / "
+        "EventTime payloads keep the version with the larger ordering value, OverwriteWithLatest the latest "
+        "write (Hudi 0.14/0.15 writers default to OverwriteWithLatest).", choices=_PAYLOADS,
+        default_doc="DefaultHoodieRecordPayload with a precombine field, else OverwriteWithLatestAvroPayload",
+        aliases=("hudi.hoodie.compaction.payload.class",)),
+    Key("hudi.hoodie.datasource.write.streaming.checkpoint.identifier", Type.STRING, "Names this writer's "
+        "batch ids in the commit metadata, so a replayed micro-batch is recognised and skipped; give each "
+        "stream writing the same table its own.", default="default_single_writer"),
+    Key("hudi.hoodie.datasource.write.table.type", Type.CHOICE, "Table type.", default="MERGE_ON_READ",
+        choices=("MERGE_ON_READ",), reason="ingest writes Merge-On-Read tables only",
+        aliases=("hudi.hoodie.table.type", "hudi.hoodie.datasource.write.storage.type")),
+    Key("hudi.hoodie.index.type", Type.CHOICE, "How records find their file group; see *Index types* above. "
+        "Hudi's Spark writers default to SIMPLE; here BUCKET, which needs no lookup and which Hudi's writers "
+        "continue.", default="BUCKET", choices=tuple(INDEX_TYPES)),
+    Key("hudi.hoodie.bucket.index.num.buckets", Type.INTEGER, "BUCKET index: buckets (file groups) per "
+        "partition. Fixed for the life of the table.", default=256, minimum=1, maximum=10**8),
+    Key("hudi.hoodie.bucket.index.hash.field", Type.STRING, "BUCKET index: the record key fields hashed to a "
+        "bucket (a subset of the record key fields).", default_doc="the record key fields"),
+    Key("hudi.hoodie.index.bucket.engine", Type.CHOICE, "BUCKET index engine.", default="SIMPLE",
+        choices=("SIMPLE",), reason="consistent hashing buckets are not supported"),
+    Key("hudi.hoodie.logfile.max.size", Type.INTEGER, "Bytes after which a log file is closed and the next "
+        "one started.", default=1024**3, minimum=1),
+    Key("hudi.hoodie.parquet.compression.codec", Type.CHOICE, "Base file compression. Hudi defaults to gzip; "
+        "snappy writes several times faster and every Hudi reader reads it.", default="snappy",
+        choices=("snappy", "gzip", "zstd", "uncompressed")),
+    Key("hudi.hoodie.metadata.enable", Type.CHOICE, "Hudi's metadata table. Hudi's writers default to true; "
+        "ingest does not maintain one.", default="false", choices=("false",),
+        reason="ingest does not maintain the metadata table"),
+    Key("hudi.hoodie.populate.meta.fields", Type.CHOICE, "Hudi's `_hoodie_*` columns.", default="true",
+        choices=("true",), reason="ingest always writes the meta fields"),
+    Key("hudi.hoodie.datasource.write.drop.partition.columns", Type.CHOICE, "Drop partition columns from "
+        "data files.", default="false", choices=("false",), reason="partition columns are always kept"),
+    Key("hudi.hoodie.datasource.write.insert.drop.duplicates", Type.CHOICE, "Drop inserts of keys already in "
+        "the table.", default="false", choices=("false",), reason="not supported; use upsert"),
+    Key("hudi.hoodie.table.base.file.format", Type.CHOICE, "Base file format.", default="PARQUET",
+        choices=("PARQUET",), reason="ingest writes parquet base files"),
+    Key("hudi.hoodie.index.class", Type.REFUSED, "A custom Java index class.",
+        reason="Java index classes cannot run here; set hoodie.index.type"),
+    # -- hudi: table services (read by ingest.hudi.service_settings, with Hudi 0.14/0.15's defaults) --
+    Key("hudi.hoodie.compact.inline", Type.BOOLEAN, "Schedule and run compaction in the writing job after "
+        "commits. Merge-On-Read tables need compaction: turn this on, or compact with a separate job.",
+        default=False, service=True),
+    Key("hudi.hoodie.compact.schedule.inline", Type.BOOLEAN, "Only schedule compaction in the writing job; "
+        "another job runs it.", default=False, service=True),
+    Key("hudi.hoodie.compact.inline.trigger.strategy", Type.CHOICE, "When compaction is scheduled: after "
+        "`max.delta.commits` commits, `max.delta.seconds` seconds, both, or either.", default="NUM_COMMITS",
+        choices=("NUM_COMMITS", "TIME_ELAPSED", "NUM_AND_TIME", "NUM_OR_TIME"), service=True),
+    Key("hudi.hoodie.compact.inline.max.delta.commits", Type.INTEGER, "Delta commits between compactions.",
+        default=5, minimum=1, service=True),
+    Key("hudi.hoodie.compact.inline.max.delta.seconds", Type.INTEGER, "Seconds between compactions.",
+        default=3600, minimum=0, service=True),
+    Key("hudi.hoodie.compaction.strategy", Type.CHOICE, "Which file slices a compaction takes, in what order "
+        "(the class name with or without its package).", default=f"{_STRATEGIES}.LogFileSizeBasedCompactionStrategy",
+        choices=tuple(f"{_STRATEGIES}.{name}CompactionStrategy"
+                      for name in ("LogFileSizeBased", "LogFileNumBased", "BoundedIO", "UnBounded")), service=True),
+    Key("hudi.hoodie.compaction.logfile.size.threshold", Type.INTEGER, "LogFileSizeBased strategy: bytes of "
+        "logs a file slice needs to be compacted.", default=0, minimum=0, service=True),
+    Key("hudi.hoodie.compaction.logfile.num.threshold", Type.INTEGER, "LogFileNumBased strategy: log files a "
+        "file slice needs to be compacted.", default=0, minimum=0, service=True),
+    Key("hudi.hoodie.compaction.target.io", Type.INTEGER, "BoundedIO strategies: megabytes of IO one "
+        "compaction may plan.", default=500 * 1024, minimum=0, service=True),
+    Key("hudi.hoodie.parquet.max.file.size", Type.INTEGER, "Target base file size in bytes; compaction "
+        "estimates its IO with it. (Inserts are sized by `write.file_group_max_bytes`.)",
+        default=120 * 1024**2, minimum=1, service=True),
+    Key("hudi.hoodie.clean.automatic", Type.BOOLEAN, "Clean old file slices after commits.", default=True,
+        service=True),
+    Key("hudi.hoodie.cleaner.policy", Type.CHOICE, "What the cleaner keeps.",
+        choices=("KEEP_LATEST_COMMITS", "KEEP_LATEST_FILE_VERSIONS"),
+        default_doc="inferred, as Hudi does, from the one retention key given, else KEEP_LATEST_COMMITS",
+        aliases=("hudi.hoodie.clean.policy",), service=True),
+    Key("hudi.hoodie.cleaner.commits.retained", Type.INTEGER, "KEEP_LATEST_COMMITS: commits whose files stay "
+        "readable (incremental and time-travel reads reach this far back).", default=10, minimum=1,
+        aliases=("hudi.hoodie.clean.commits.retained",), service=True),
+    Key("hudi.hoodie.cleaner.fileversions.retained", Type.INTEGER, "KEEP_LATEST_FILE_VERSIONS: file slices "
+        "kept per file group.", default=3, minimum=1, aliases=("hudi.hoodie.clean.fileversions.retained",),
+        service=True),
+    Key("hudi.hoodie.cleaner.hours.retained", Type.REFUSED, "KEEP_LATEST_BY_HOURS retention.",
+        reason="cleaning by hours is not supported; use hoodie.cleaner.commits.retained",
+        aliases=("hudi.hoodie.clean.hours.retained",)),
+    Key("hudi.hoodie.clean.max.commits", Type.INTEGER, "Commits since the last clean before the next one is "
+        "planned.", default=1, minimum=1, aliases=("hudi.hoodie.clean.trigger.max.commits",), service=True),
+    Key("hudi.hoodie.cleaner.incremental.mode", Type.BOOLEAN, "Plan cleaning from the partitions written "
+        "since the last clean, not a listing of the whole table.", default=True,
+        aliases=("hudi.hoodie.clean.incremental.enabled",), service=True),
+    Key("hudi.hoodie.archive.automatic", Type.BOOLEAN, "Archive old instants of the timeline after commits.",
+        default=True, service=True),
+    Key("hudi.hoodie.keep.min.commits", Type.INTEGER, "Archival keeps at least this many commits on the "
+        "active timeline; with KEEP_LATEST_COMMITS, more than `hoodie.cleaner.commits.retained`.", default=20,
+        minimum=1, service=True),
+    Key("hudi.hoodie.keep.max.commits", Type.INTEGER, "Archival starts when the active timeline holds more "
+        "commits than this (more than `hoodie.keep.min.commits`).", default=30, minimum=1, service=True),
+    Key("hudi.hoodie.commits.archival.batch", Type.INTEGER, "Archived instants per block of the archive.",
+        default=10, minimum=1, service=True),
+    # -- hudi: HoodieStreamer settings without an equivalent ------------------------------------
+    Key("hudi.hoodie.streamer.schemaprovider.registry.url", Type.REFUSED, "HoodieStreamer's schema registry.",
+        reason="ingest reads no schema registry: give source.schema_file, and source.schema_files_by_id for "
+        "Confluent schema ids", aliases=("hudi.hoodie.deltastreamer.schemaprovider.registry.url",)),
+    Key("hudi.hoodie.streamer.transformer.class", Type.REFUSED, "HoodieStreamer's transformers.",
+        reason="ingest applies no transformers: shape records before they reach the topic or files",
+        aliases=_streamer("transformer.class")[1:]),
+    # -- source -----------------------------------------------------------------------------------
+    Key("source.kafka.bootstrap_servers", Type.LIST, "Kafka brokers, `host:port`."),
+    Key("source.kafka.topics", Type.LIST, "Topics to read (or `topic_pattern`).",
+        aliases=_streamer("source.kafka.topic")),
+    Key("source.kafka.topic_pattern", Type.STRING, "A regular expression matched against whole topic names; "
+        "new topics and partitions are picked up between batches (or `topics`)."),
+    Key("source.kafka.starting_offsets", Type.STRING, "Where a new query starts: `earliest`, `latest`, or "
+        "JSON `{\"topic\": {\"0\": 23}}` (-2 earliest, -1 latest). A restarted query resumes from its "
+        "checkpoint.", default="latest"),
+    Key("source.kafka.max_offsets_per_trigger", Type.INTEGER, "At most this many records per batch, shared "
+        "among partitions. Unset: everything available.", minimum=1,
+        aliases=("hudi.hoodie.streamer.kafka.source.maxEvents", "hudi.hoodie.deltastreamer.kafka.source.maxEvents")),
+    Key("source.kafka.fail_on_data_loss", Type.BOOLEAN, "Fail when offsets still to be read are gone "
+        "(retention, a deleted topic); false logs and skips them. HoodieStreamer defaults to false.",
+        default=True, aliases=_streamer("source.kafka.enable.failOnDataLoss")),
+    Key("source.kafka.implementation", Type.CHOICE, "Spark's Kafka connector (`builtin`), ingest's Python "
+        "source (`python`), or the connector when its jars are on the classpath (`auto`).", default="auto",
+        choices=("auto", "builtin", "python")),
+    Key("source.kafka.options", Type.TEXT_MAP, "Kafka client properties, passed as `kafka.<name>` "
+        "(`security.protocol`, `sasl.mechanism`, `sasl.jaas.config`, `ssl.truststore.location`, `group.id`, "
+        "...). Secret ones are redacted.", default={}),
+    Key("source.files.path", Type.STRING, "Folder (or glob) of input files, any fsspec/Hadoop URL Spark reads.",
+        aliases=_streamer("source.dfs.root")),
+    Key("source.files.format", Type.CHOICE, "Input file format.", default="parquet",
+        choices=("parquet", "json", "csv", "orc", "avro")),
+    Key("source.files.options", Type.TEXT_MAP, "Spark reader options (`header`, `multiLine`, ...).", default={}),
+    Key("source.files.max_files_per_trigger", Type.INTEGER, "At most this many files per batch. Unset: all.",
+        minimum=1),
+    Key("source.format", Type.CHOICE, "Kafka message value encoding: JSON objects, Avro binary, or Confluent's "
+        "framed Avro (magic byte and schema id).", default="json", choices=("json", "avro", "confluent_avro")),
+    Key("source.schema", Type.STRING, "Schema of the records as Spark DDL (`order_id STRING NOT NULL, amount "
+        "DECIMAL(12,2), ...`); JSON values and files only. Or `schema_file`."),
+    Key("source.schema_file", Type.STRING, "Avro schema (.avsc) of the records. A relative path is relative to "
+        "the configuration file. Or `schema`.", aliases=_streamer("schemaprovider.source.schema.file")),
+    Key("source.schema_files_by_id", Type.ID_MAP, "confluent_avro: the writer schema file registered under each "
+        "schema id (ids not listed are bad records).", default={}),
+    Key("source.key_fields", Type.LIST, "Columns that form the record key; tombstones (null values) fill them "
+        "from the Kafka key and delete the record.",
+        default_doc="the record key fields, when they are all top-level columns"),
+    Key("source.key_source", Type.CHOICE, "Where key fields come from: the decoded value, or the Kafka key.",
+        default="value", choices=("value", "kafka_key")),
+    Key("source.key_format", Type.CHOICE, "How the Kafka key is read: the text of the single key field, or a "
+        "JSON object of the key fields.", choices=("string", "json"),
+        default_doc="string for one key field, json for several"),
+    # -- write ------------------------------------------------------------------------------------
+    Key("write.insert_mode", Type.CHOICE, "New records go to log files (`log`: cheap, compaction makes base "
+        "files later) or straight to base files (`base`: readers that skip logs see them).", default="log",
+        choices=("log", "base")),
+    Key("write.delete_flag_column", Type.STRING, "A boolean column that, when true, makes the record a delete "
+        "(besides Hudi's `_hoodie_is_deleted`)."),
+    Key("write.file_group_max_bytes", Type.SIZE, "Inserts go to a file group while its file slice (base file "
+        "and logs) is smaller than this.", default=120 * 1024**2, minimum=1),
+    Key("write.key_index_shards", Type.INTEGER, "Key index (every index type but BUCKET): shards of the "
+        "persisted record key index.", default=8, minimum=1),
+    Key("write.jvm_timezone", Type.STRING, "Default time zone of the JVMs of Hudi writers sharing the table; "
+        "Hudi falls back to it when formatting timestamps without a zone.", default="UTC"),
+    Key("write.lock_expiry_seconds", Type.NUMBER, "The writer's lease on the table expires this long after its "
+        "last renewal (another writer may then take over).", default=60.0, minimum=1),
+    # -- stream -----------------------------------------------------------------------------------
+    Key("stream.checkpoint", Type.STRING, "Spark checkpoint location (offsets and state); a Hadoop URL "
+        "(`s3a://`, `file:/`, ...). Required for Kafka sources. One per query: never share it."),
+    Key("stream.trigger", Type.TRIGGER, "`available_now` (read what is there, then stop), or the interval "
+        "between batches: `30 seconds`, `5 minutes`, `500 ms`. Each batch is one Hudi commit.",
+        default="1 minute"),
+    Key("stream.on_error", Type.CHOICE, "Records that cannot be written (undecodable, no key, bad partition "
+        "value): `quarantine` them and go on, or `fail` the batch naming the first.",
+        choices=("quarantine", "fail"), default_doc="quarantine when quarantine.path is set, else fail"),
+    # -- quarantine -------------------------------------------------------------------------------
+    Key("quarantine.path", Type.STRING, "Where bad records are written (raw key and value, topic, partition, "
+        "offset, error), any fsspec URL; it uses table.storage_options."),
+    # -- spark ------------------------------------------------------------------------------------
+    Key("spark.master", Type.STRING, "Spark master URL. Unset: what spark-submit gives, else `local[2]`."),
+    Key("spark.app_name", Type.STRING, "Spark application name.", default_doc="`ingest-` and the table name"),
+    Key("spark.conf", Type.TEXT_MAP, "Spark settings (`spark.sql.shuffle.partitions: 8`, "
+        "`spark.hadoop.fs.s3a.endpoint: ...`). Secret ones are redacted.", default={}),
+)
+
+BY_NAME: Mapping[str, Key] = {k.name: k for k in KEYS}
+BY_ALIAS: Mapping[str, Key] = {alias: k for k in KEYS for alias in k.aliases}
+SERVICE_KEYS: tuple[Key, ...] = tuple(k for k in KEYS if k.service)
+
+
+def lookup(name: str) -> Key | None:
+    """The key a name means: its own name or one of its aliases."""
+    return BY_NAME.get(name) or BY_ALIAS.get(name)
+
+
+def closest(name: str, candidates: Iterable[str]) -> str | None:
+    """The most similar candidate, if any is reasonably similar (for "did you mean")."""
+    found = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+def _edits(a: str, b: str) -> int:
+    """Edit distance counting a swap of neighbours as one edit (optimal string alignment)."""
+    before, previous = None, list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb))
+            if before is not None and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                current[j] = min(current[j], before[j - 2] + 1)
+        before, previous = previous, current
+    return previous[-1]
+
+
+def misspelt_hudi_key(name: str) -> str | None:
+    """The listed Hudi key `name` is at most two edits from: then it is a typo, not another Hudi key.
+
+    No key Hudi defines is that close to a listed one (checked against Hudi's sources), so this
+    never refuses a real Hudi setting.
+    """
+    listed = [n for n in (*BY_NAME, *BY_ALIAS) if n.startswith(HUDI + ".")]
+    near = [(d, n) for n in listed if (d := _edits(name, n)) <= 2]
+    return min(near)[1] if near else None
+
+
+# -- values ---------------------------------------------------------------------------------------
+
+_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(b|kb|mb|gb|tb|kib|mib|gib|tib)?\s*", re.IGNORECASE)
+_SIZE_UNITS = {None: 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+               "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+_INTERVAL = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-z]+)\s*", re.IGNORECASE)
+_INTERVAL_MS = {**dict.fromkeys(("ms", "millisecond", "milliseconds"), 1),
+                **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), 1000),
+                **dict.fromkeys(("m", "min", "mins", "minute", "minutes"), 60_000),
+                **dict.fromkeys(("h", "hour", "hours"), 3_600_000)}
+_INTERVAL_WORDS = ((3_600_000, "hour"), (60_000, "minute"), (1000, "second"), (1, "millisecond"))
+AVAILABLE_NOW = "available_now"
+
+
+def kind_of(value: Any) -> str:
+    """How an error names what it got instead."""
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    return "a number" if isinstance(value, (int, float)) else "text"
+
+
+def to_text(value: Any) -> str:
+    """The text form Hudi and Spark take: `true`/`false`, lists comma-joined."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(to_text(v) for v in value)
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _number(value: Any, integer: bool) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError
+    if isinstance(value, str):
+        value = value.strip()
+        return int(value) if integer else float(value)
+    if integer and isinstance(value, float):
+        raise ValueError
+    return value
+
+
+def _bounds(key: Key, number: float) -> None:
+    if key.minimum is not None and number < key.minimum:
+        raise ValueError(f"must be at least {to_text(key.minimum)}, got {to_text(number)}")
+    if key.maximum is not None and number > key.maximum:
+        raise ValueError(f"must be at most {to_text(key.maximum)}, got {to_text(number)}")
+
+
+def trigger_interval_ms(text: str) -> int | None:
+    """Milliseconds between batches, or None for `available_now`; ValueError when it is neither."""
+    if text.strip().lower() == AVAILABLE_NOW:
+        return None
+    match = _INTERVAL.fullmatch(text)
+    if not match or match.group(2).lower() not in _INTERVAL_MS:
+        raise ValueError(f"expected {AVAILABLE_NOW} or an interval such as '30 seconds' or '5 minutes', got {text!r}")
+    return round(float(match.group(1)) * _INTERVAL_MS[match.group(2).lower()])
+
+
+def _interval_text(ms: int) -> str:
+    """Spark's processingTime form, in the largest whole unit."""
+    unit, word = next((u, w) for u, w in _INTERVAL_WORDS if ms % u == 0 and (ms or u == 1000))
+    count = ms // unit
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
+def parse(key: Key, value: Any) -> Any:
+    """The typed value of `key` from what a file or --set gave; ValueError says what is wrong.
+
+    Text is accepted for every scalar type, since --set, environment variables and Hudi
+    properties are text. Messages never repeat the value of a secret key.
+    """
+    shown = REDACTED if key.secret else repr(value)
+    kind = key.type
+    if kind is Type.REFUSED:
+        raise ValueError(f"is not supported: {key.reason}")
+    if kind.is_map:
+        if not isinstance(value, Mapping):
+            raise ValueError(f"expected a mapping, got {kind_of(value)}")
+        return _parse_map(key, value)
+    if isinstance(value, (Mapping, list, tuple)) and kind is not Type.LIST:
+        raise ValueError(f"expected {kind.value if kind is not Type.CHOICE else 'a value'}, got {kind_of(value)}")
+    if kind is Type.STRING:
+        if isinstance(value, bool):
+            raise ValueError(f"expected text, got {to_text(value)} (quote it)")
+        text = value if isinstance(value, str) else to_text(value)
+        if key.pattern and not re.fullmatch(key.pattern, text):
+            raise ValueError(f"{shown} is not valid: {key.reason}")
+        return text
+    if kind in (Type.INTEGER, Type.NUMBER):
+        try:
+            number = _number(value, kind is Type.INTEGER)
+        except ValueError:
+            raise ValueError(f"expected {'an integer' if kind is Type.INTEGER else 'a number'}, got {shown}") from None
+        if not math.isfinite(number):
+            raise ValueError(f"expected a finite number, got {shown}")
+        _bounds(key, number)
+        return number
+    if kind is Type.BOOLEAN:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            return value.strip().lower() == "true"
+        raise ValueError(f"expected true or false, got {shown}")
+    if kind is Type.CHOICE:
+        text = to_text(value).strip()
+        for choice in key.choices:  # class names may be given without their package
+            if text.lower() in (choice.lower(), choice.rsplit(".", 1)[-1].lower()):
+                return choice
+        reason = f" ({key.reason})" if key.reason else ""
+        raise ValueError(f"{shown} is not one of {', '.join(key.choices)}{reason}")
+    if kind is Type.LIST:
+        items = value if isinstance(value, (list, tuple)) else to_text(value).split(",")
+        if any(isinstance(i, (Mapping, list, tuple, bool)) or i is None for i in items):
+            raise ValueError("expected a list of text")
+        return tuple(t for t in (to_text(i).strip() for i in items) if t)
+    if kind is Type.SIZE:
+        match = _SIZE.fullmatch(to_text(value)) if not isinstance(value, bool) else None
+        if not match:
+            raise ValueError(f"expected a size in bytes such as 134217728, 128MiB or 1 GB, got {shown}")
+        number = int(float(match.group(1)) * _SIZE_UNITS[(match.group(2) or "").lower() or None])
+        _bounds(key, number)
+        return number
+    if kind is Type.TRIGGER:
+        if not isinstance(value, str):
+            raise ValueError(f"expected {AVAILABLE_NOW} or an interval such as '30 seconds', got {shown}")
+        ms = trigger_interval_ms(value)
+        return AVAILABLE_NOW if ms is None else _interval_text(ms)
+    raise AssertionError(kind)
+
+
+def _parse_map(key: Key, value: Mapping[Any, Any]) -> dict[Any, Any]:
+    out: dict[Any, Any] = {}
+    for entry, item in value.items():
+        if key.type is Type.ID_MAP:
+            try:
+                schema_id = _number(entry, integer=True)
+            except ValueError:
+                raise ValueError(f"entry {entry!r}: schema ids are integers") from None
+            if not isinstance(item, str):
+                raise ValueError(f"entry {entry}: expected a schema file path, got {kind_of(item)}")
+            out[int(schema_id)] = item
+            continue
+        if not isinstance(entry, str):
+            raise ValueError(f"entry {entry!r}: names are text")
+        if key.type is Type.TEXT_MAP:
+            if isinstance(item, (Mapping, list, tuple)) or item is None:
+                raise ValueError(f"entry {entry!r}: expected a value, got {kind_of(item) if item is not None else 'nothing'} "
+                                 "(write option names whole: `sasl.jaas.config: ...`)")
+            out[entry] = to_text(item)
+        else:
+            out[entry] = item
+    return out
+
+
+# -- reference ------------------------------------------------------------------------------------
+
+
+def _default_text(key: Key) -> str:
+    if key.default_doc:
+        return key.default_doc
+    if key.required:
+        return "**required**"
+    if key.default is None or key.default == {}:
+        return "unset"
+    return f"`{to_text(key.default)}`"
+
+
+def _type_text(key: Key) -> str:
+    if key.type is Type.CHOICE:
+        return "one of " + ", ".join(f"`{c}`" for c in key.choices)
+    bounds = [f"≥ {to_text(key.minimum)}" if key.minimum is not None else "",
+              f"≤ {to_text(key.maximum)}" if key.maximum is not None else ""]
+    return " ".join([key.type.value, ", ".join(b for b in bounds if b)]).strip()
+
+
+def _row(key: Key) -> str:
+    name = key.path[-1] if key.section == HUDI else key.name
+    notes = ["*Table service.*"] if key.service else []
+    notes.append(key.doc)
+    if key.aliases:
+        notes.append("Also read from " + ", ".join(f"`{a}`" for a in key.aliases) + ".")
+    if key.type is Type.REFUSED:
+        notes.append(f"Refused: {key.reason}.")
+    secret = "yes" if key.secret else ("by entry name" if key.type in (Type.TEXT_MAP, Type.VALUE_MAP) else "")
+    doc = " ".join(notes).replace("|", "\\|")
+    return f"| `{name}` | {_type_text(key)} | {_default_text(key)} | {secret} | {doc} |"
+
+
+_INTRO = """\
+# Configuration reference
+
+<!-- Generated from ingest/config/keys.py by `python -m ingest.config.keys docs/configuration.md`;
+     edit the registry, not this file (a test checks they agree). -->
+
+A pipeline is one YAML file with up to seven sections. Check one, without starting Spark, with
+
+    ingest validate-config conf/kafka-stream.yaml [--set SECTION.KEY=VALUE ...]
+
+which prints the resolved configuration (defaults filled in, secrets redacted) or one line naming
+the file, the key and what is allowed, with exit code 2 (`--no-table-check` skips comparing with
+an existing table, for machines that cannot reach the lake). The smallest useful file:
+
+```yaml
+table:
+  path: s3://lake/orders            # any fsspec URL
+  name: orders
+hudi:
+  hoodie.datasource.write.recordkey.field: order_id
+  hoodie.datasource.write.partitionpath.field: region
+  hoodie.datasource.write.precombine.field: updated_at
+source:
+  kafka: {bootstrap_servers: "broker-1:9092", topics: [orders]}
+  schema: "order_id STRING NOT NULL, region STRING, amount DECIMAL(12,2), updated_at TIMESTAMP"
+stream:
+  checkpoint: s3a://lake/_checkpoints/orders
+```
+
+`conf/kafka-stream.yaml`, `conf/backfill.yaml` and `conf/demo.yaml` are commented examples.
+
+## Values
+
+- Keys in the file are nested mappings (`source:` / `kafka:` / `topics:`); a key's full name joins
+  its path with dots (`source.kafka.topics`). In the `hudi` section keys are Hudi's dotted names,
+  written whole (`hoodie.index.type: BUCKET`). A key with no value (`key:` or `null`) is not given.
+- Scalars may be given as text too (`"8"`, `"true"`); lists as YAML lists or comma-separated text.
+- `${NAME}` is replaced by the environment variable `NAME` and `${NAME:-fallback}` by `fallback`
+  when `NAME` is unset or empty; `$$` is a literal `$`. A variable that is unset (with no fallback)
+  is an error naming the file and the key. Use it for every secret.
+- `--set SECTION.KEY=VALUE` (repeatable) overrides the file: the first segment is the section,
+  the rest the key, so `--set hudi.hoodie.index.type=BUCKET`, `--set stream.trigger=available_now`,
+  `--set source.kafka.options.security.protocol=SASL_SSL`. Values are text, typed as the key says,
+  and may use `${NAME}` too. Precedence: `--set`, then the file, then the defaults below.
+- Map keys (`table.storage_options`, `source.kafka.options`, `source.files.options`, `spark.conf`)
+  take any entry names; `--set` adds or replaces single entries.
+
+## Validation
+
+Everything is checked before Spark starts, and the first problem is reported as one line,
+`<file>: <key>: <what is wrong and what is allowed>`: unknown keys (with the closest valid name),
+wrong types, values outside the allowed set, missing required keys, settings that contradict each
+other (say a bucket count with a key index, or both `topics` and `topic_pattern`), and settings
+that contradict the existing table's `.hoodie/hoodie.properties` (record key, partition fields,
+key generator, precombine field, payload, bucket index, names): the line then names that file and
+each conflicting key with both values.
+
+## Secrets
+
+A setting is secret when its last name segment is `key` (s3fs's access key id), or when its full
+name, map entries included, contains `password`, `passwd`, `secret`, `token`, `credential`,
+`jaas`, `private.key`, `account.key`, `access.key` or `connection.string` (with `.`, `_` or `-`
+between words) and does not end in `provider`, `type`, `class`, `location`, `path` or `file` (those
+point at a secret rather than hold one). Secret values are shown as `<redacted>` in
+`validate-config` output, in the configuration's `repr`, in `PipelineConfig.redacted()` (what jobs
+record in commit metadata) and in logs; error messages never repeat them. Keep them out of the
+file with `${NAME}`.
+
+## Hudi keys
+
+Settings Hudi has a key for are given under that key in the `hudi` section, so HoodieStreamer and
+Spark datasource properties carry over. A `hoodie.*` key not listed below:
+
+- is an error when it is at most two edits (a letter added, dropped or changed, two letters
+  swapped) from a listed key: a likely typo (`hoodie.datasource.write.hive_style_partitoning`),
+  and the listed key is suggested. No key Hudi defines is that close to a listed one;
+- otherwise is kept, passed on with the other Hudi settings, and reported as a warning naming it
+  as unused. Properties files written for Hudi's own writers carry many settings that only matter
+  to them (parallelism, hive sync, ...); refusing those would make moving over needlessly hard,
+  while ignoring them silently would hide a setting someone expects to act.
+
+Some Hudi keys are listed only to refuse values ingest cannot honour (a copy-on-write table type,
+the metadata table, a custom index class): ignoring them would change what the table means.
+In the `hudi` section keys not starting with `hoodie.` are errors; in the other sections every
+unknown key is.
+
+### HoodieStreamer keys
+
+These HoodieStreamer properties (under `hoodie.streamer.` or the older `hoodie.deltastreamer.`)
+have a clear equivalent and are read as it; give one spelling only, or the same value in both:
+
+{streamer}
+
+Other HoodieStreamer properties are kept and warned about like any unused Hudi key, except
+`schemaprovider.registry.url` and `transformer.class`, which are refused (see below). Kafka client
+properties (`bootstrap.servers`, `security.protocol`, ...) go under `source.kafka`.
+
+### Index types
+
+`hoodie.index.type` chooses how records find their file group:
+
+{index}
+
+BUCKET is Hudi's simple bucket index: Hudi's own writers continue such a table. The key index is a
+record-key index ingest persists beside the table (sharded by `write.key_index_shards`); a global
+one moves a record whose partition value changes (Hudi's `*.update.partition.path=true`, the
+default of GLOBAL_SIMPLE and GLOBAL_BLOOM; RECORD_INDEX defaults to keeping it in place). BUCKET
+settings with another index type, and `write.key_index_shards` with BUCKET, are errors.
+
+### Table services
+
+`PipelineConfig.services` hands the table-service keys (marked *table service* below) to
+compaction, cleaning and archival (`ingest.hudi.service_settings`) with every default filled in.
+The defaults are Hudi 0.14/0.15's; in particular compaction is off (`hoodie.compact.inline`), which
+a Merge-On-Read table can afford only if another job compacts it. As Hudi requires,
+`hoodie.keep.max.commits` must exceed `hoodie.keep.min.commits`, which with KEEP_LATEST_COMMITS
+must exceed `hoodie.cleaner.commits.retained`, and `hoodie.compact.inline` and
+`hoodie.compact.schedule.inline` cannot both be true.
+"""
+
+
+def _streamer_table() -> str:
+    rows = ["| HoodieStreamer key | Read as |", "| --- | --- |"]
+    for key in KEYS:
+        if key.type is Type.REFUSED:
+            continue
+        for alias in key.aliases:
+            suffix = alias.removeprefix("hudi.hoodie.streamer.").removeprefix("hudi.hoodie.deltastreamer.")
+            if alias.startswith("hudi.hoodie.streamer.") and not suffix.startswith("keygen"):
+                rows.append(f"| `hoodie.streamer.{suffix}` | `{key.name}` |")
+    return "\n".join(rows)
+
+
+def _index_table() -> str:
+    rows = ["| `hoodie.index.type` | index | scope |", "| --- | --- | --- |"]
+    for name, (index, global_scope) in INDEX_TYPES.items():
+        rows.append(f"| `{name}` | {index} | {'global' if global_scope else 'per partition'} |")
+    return "\n".join(rows)
+
+
+def reference_markdown() -> str:
+    """`docs/configuration.md`: the prose above and a table of every key, section by section."""
+    parts = [_INTRO.replace("{streamer}", _streamer_table()).replace("{index}", _index_table())]
+    for section, about in SECTIONS.items():
+        rows = [_row(key) for key in KEYS if key.section == section]
+        parts.append(f"## `{section}`\n\n{about}\n\n| Key | Type | Default | Secret | Meaning |\n"
+                     "| --- | --- | --- | --- | --- |\n" + "\n".join(rows) + "\n")
+    return "\n".join(parts)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: python -m ingest.config.keys docs/configuration.md")
+    with open(sys.argv[1], "w", encoding="utf-8") as out:
+        out.write(reference_markdown())

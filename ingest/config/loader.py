@@ -1,0 +1,758 @@
+"""Reading a pipeline configuration: YAML, `${ENV}` interpolation, `--set` overrides, validation.
+
+`load_config(path, overrides)` gives a checked `PipelineConfig` or raises `ConfigError`: one line
+naming the file (or `--set`), the key and what is allowed, before anything starts Spark. Keys,
+types and defaults come from `ingest.config.keys`; this module applies them:
+
+1. the file is read (a key given twice is an error, as PyYAML would silently keep the last),
+   `${NAME}` is replaced in every text value, each key is looked up (an unknown one suggests the
+   closest valid name) and typed;
+2. `--set SECTION.KEY=VALUE` items are read the same way and override the file;
+3. rules across keys are checked (one source; topics or a pattern; bucket settings only with the
+   bucket index; ...), then the writer's options and the Kafka decoder are built, which checks
+   what they know (key generator settings, schema files, field names);
+4. if the table exists, its `hoodie.properties` must agree with what the writer would record.
+
+No message repeats a secret: values of secret keys are scrubbed from any message that would
+carry one, wherever it was raised.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+import yaml
+
+from ingest.config import keys as K
+from ingest.config.keys import HUDI, Key, Secret, Type
+from ingest.config.pipeline import (
+    FileInput,
+    KafkaInput,
+    OnError,
+    PipelineConfig,
+    QuarantineSettings,
+    Settings,
+    SourceConfig,
+    SparkSettings,
+    StreamSettings,
+    TableSettings,
+    Trigger,
+)
+from ingest.errors import ConfigError, UnsupportedTable
+from ingest.hudi.bucket_index import hash_fields_from_config
+from ingest.hudi.table_config import PROPERTIES_PATH, TableConfig
+from ingest.kafka.decode import DecoderSpec, decoder_spec
+from ingest.storage import Storage
+from ingest.write.file_group_writer import InsertMode
+from ingest.write.options import IndexOptions, IndexType, Operation, WriteOptions
+
+SET = "--set"
+RECORD_KEY = "hudi.hoodie.datasource.write.recordkey.field"
+PARTITION_FIELD = "hudi.hoodie.datasource.write.partitionpath.field"
+PRECOMBINE = "hudi.hoodie.datasource.write.precombine.field"
+PAYLOAD = "hudi.hoodie.datasource.write.payload.class"
+KEYGEN_CLASS = "hudi.hoodie.datasource.write.keygenerator.class"
+KEYGEN_TYPE = "hudi.hoodie.datasource.write.keygenerator.type"
+INDEX_TYPE = "hudi.hoodie.index.type"
+CLEANER_POLICY = "hudi.hoodie.cleaner.policy"
+KEEP_MIN, KEEP_MAX = "hudi.hoodie.keep.min.commits", "hudi.hoodie.keep.max.commits"
+COMMITS_RETAINED = "hudi.hoodie.cleaner.commits.retained"
+RETAINED = {COMMITS_RETAINED: "KEEP_LATEST_COMMITS", "hudi.hoodie.cleaner.fileversions.retained": "KEEP_LATEST_FILE_VERSIONS"}
+COMPACT_INLINE, SCHEDULE_INLINE = "hudi.hoodie.compact.inline", "hudi.hoodie.compact.schedule.inline"
+KAFKA_ONLY = ("source.format", "source.schema_files_by_id", "source.key_fields", "source.key_source",
+              "source.key_format")
+# The config key behind each hoodie.properties entry the writer records (others keep their name).
+_TABLE_PROPERTY_KEYS = {
+    "hoodie.table.name": "table.name",
+    "hoodie.database.name": "table.database",
+    "hoodie.table.recordkey.fields": RECORD_KEY,
+    "hoodie.table.partition.fields": PARTITION_FIELD,
+    "hoodie.table.precombine.field": PRECOMBINE,
+    "hoodie.compaction.payload.class": PAYLOAD,
+}
+# Keys lower layers name in their ConfigErrors, as this configuration names them.
+_LOWER_KEYS = {
+    "JVM default time zone": "write.jvm_timezone",
+    "index.shards": "write.key_index_shards",
+    "format": "source.format",
+    "schema": "source.schema",
+    "schema_file": "source.schema_file",
+    "schema_files_by_id": "source.schema_files_by_id",
+    "key_fields": "source.key_fields",
+    "key_source": "source.key_source",
+    "key_format": "source.key_format",
+}
+
+
+def load_config(
+    path: str | os.PathLike[str],
+    overrides: Sequence[str] = (),
+    *,
+    env: Mapping[str, str] | None = None,
+    check_table: bool = True,
+) -> PipelineConfig:
+    """The checked configuration of the file at `path`, with `--set` items applied.
+
+    `check_table=False` skips opening the table (for checking files where the lake is out of reach).
+    """
+    origin = str(path)
+    gathered = _Gathered(os.environ if env is None else env)
+    try:
+        gathered.read_file(origin)
+        gathered.read_overrides(overrides)
+        return _Resolver(gathered, origin).config(check_table)
+    except ConfigError as e:
+        raise _scrubbed(e, gathered.secrets) from None
+
+
+# -- interpolation and YAML -----------------------------------------------------------------------
+
+_REFERENCE = re.compile(r"\$(?:(\$)|\{([^}]*)\}|(\{))")
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def interpolate(text: str, env: Mapping[str, str]) -> str:
+    """`${NAME}`, `${NAME:-fallback}` (unset or empty) and `$$` (a `$`) replaced, as a shell would."""
+
+    def replace(match: re.Match[str]) -> str:
+        if match.group(1):
+            return "$"
+        if match.group(3):
+            raise ValueError("has a '${' without its closing '}'")
+        name, has_fallback, fallback = match.group(2).partition(":-")
+        if not _VARIABLE.fullmatch(name):
+            raise ValueError(f"${{{match.group(2)}}} is not a variable reference: use ${{NAME}} or ${{NAME:-fallback}}")
+        value = env.get(name)
+        if has_fallback:
+            return value or fallback
+        if value is None:
+            raise ValueError(f"environment variable {name} is not set")
+        return value
+
+    return _REFERENCE.sub(replace, text)
+
+
+class _Unresolved(ValueError):
+    """An interpolation error in a value, and the full name of the entry it is in."""
+
+    def __init__(self, name: str, message: str):
+        super().__init__(message)
+        self.name = name
+
+
+def _interpolate_tree(value: Any, env: Mapping[str, str], name: str) -> Any:
+    try:
+        if isinstance(value, str):
+            return interpolate(value, env)
+    except ValueError as e:
+        raise _Unresolved(name, str(e)) from None
+    if isinstance(value, Mapping):
+        return {entry: _interpolate_tree(item, env, f"{name}.{entry}") for entry, item in value.items()}
+    if isinstance(value, list):
+        return [_interpolate_tree(item, env, name) for item in value]
+    return value
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """Safe YAML that refuses a key given twice in one mapping."""
+
+
+def _unique_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        name = loader.construct_object(key_node)
+        if name in seen:
+            raise yaml.constructor.ConstructorError(None, None, f"key {name!r} is given twice", key_node.start_mark)
+        seen.add(name)
+    return loader.construct_mapping(node)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
+
+
+def _read_yaml(origin: str) -> Mapping[Any, Any]:
+    try:
+        text = Path(origin).read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"cannot read it: {e.strerror or e}", source=origin) from None
+    except UnicodeDecodeError:
+        raise ConfigError("is not UTF-8 text", source=origin) from None
+    try:
+        tree = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise ConfigError(f"is not valid YAML: {problem}{where}", source=origin) from None
+    if not isinstance(tree, Mapping):
+        raise ConfigError(f"expected a mapping of sections ({', '.join(K.SECTIONS)}), got "
+                          f"{'nothing' if tree is None else K.kind_of(tree)}", source=origin)
+    return tree
+
+
+# -- gathering: file, then --set ------------------------------------------------------------------
+
+
+@dataclass
+class _Given:
+    value: Any
+    origin: str
+    name: str  # as written: the key, or the alias it was given under
+
+
+def _unknown(name: str, origin: str) -> ConfigError:
+    known = [n for n in (*K.BY_NAME, *K.GROUPS) if not n.startswith(HUDI + ".")]
+    near = K.closest(name, known)
+    if near:
+        return ConfigError(f"unknown key; did you mean {near}?", source=origin, key=name)
+    parent = name.rsplit(".", 1)[0] if "." in name else ""
+    children = sorted({n[len(parent) + 1 :].split(".")[0] if parent else n.split(".")[0]
+                       for n in known if not parent or n.startswith(parent + ".")})
+    where = f"{parent} takes" if parent else "the sections are"
+    return ConfigError(f"unknown key; {where} {', '.join(children)}", source=origin, key=name)
+
+
+class _Gathered:
+    """The values given, by canonical key, the file's first and `--set`'s over them."""
+
+    def __init__(self, env: Mapping[str, str]):
+        self.env = env
+        self.values: dict[str, _Given] = {}
+        self.extras: dict[str, _Given] = {}  # hoodie.* keys ingest does not use
+        self.groups: set[str] = set()
+        self.secrets: set[str] = set()
+        self._layer: dict[str, _Given] = {}
+
+    # -- sources ---------------------------------------------------------------------------------
+
+    def read_file(self, origin: str) -> None:
+        self._layer = {}
+        tree = _read_yaml(origin)
+        self._remember_secrets(tree, "")
+        self._walk(tree, "", origin)
+
+    def read_overrides(self, items: Sequence[str]) -> None:
+        self._layer = {}
+        for item in items:
+            name, _, text = item.partition("=")
+            self._remember_secrets({name.strip(): text}, "")
+        for item in items:
+            name, has_value, text = item.partition("=")
+            name = name.strip()
+            section, _, rest = name.partition(".")
+            if not has_value or not section or not rest:
+                shown = K.REDACTED if K.is_secret(item) else item
+                raise ConfigError(f"expected SECTION.KEY=VALUE, got {shown!r}", source=SET)
+            if section == HUDI:
+                self._hudi(rest, text, SET)
+                continue
+            key = K.BY_NAME.get(name)
+            if key is not None and not key.type.is_map:
+                self.put(key, text, name, SET)
+                continue
+            holder = next((k for k in K.KEYS if k.type.is_map and name.startswith(k.name + ".")), None)
+            if holder is not None:
+                self._put_entry(holder, name[len(holder.name) + 1 :], text, name)
+            elif key is not None or name in K.GROUPS:
+                raise ConfigError(f"holds several settings: set them one by one, {name}.<name>=VALUE",
+                                  source=SET, key=name)
+            else:
+                raise _unknown(name, SET)
+
+    def _walk(self, node: Mapping[Any, Any], prefix: str, origin: str) -> None:
+        for raw, value in node.items():
+            if not isinstance(raw, str):
+                raise ConfigError(f"key {raw!r} is not text", source=origin, key=prefix or None)
+            name = f"{prefix}.{raw}" if prefix else raw
+            if name in K.GROUPS:
+                self.groups.add(name)
+                if value is None:
+                    continue
+                if not isinstance(value, Mapping):
+                    raise ConfigError(f"is a section: expected a mapping of its keys, got {K.kind_of(value)}",
+                                      source=origin, key=name)
+                if name == HUDI:
+                    for hudi_key, item in value.items():
+                        self._hudi(str(hudi_key), item, origin)
+                else:
+                    self._walk(value, name, origin)
+                continue
+            key = K.BY_NAME.get(name)
+            if key is None:
+                raise _unknown(name, origin)
+            if value is not None:
+                self.put(key, value, name, origin)
+
+    def _hudi(self, hudi_key: str, value: Any, origin: str) -> None:
+        name = f"{HUDI}.{hudi_key}"
+        key = K.lookup(name)
+        if key is not None:
+            if value is not None:
+                self.put(key, value, name, origin)
+            return
+        listed = [n for n in (*K.BY_NAME, *K.BY_ALIAS) if n.startswith(HUDI + ".")]
+        if not hudi_key.startswith("hoodie."):
+            near = K.closest(name, listed)
+            hint = f"; did you mean {near}?" if near else ""
+            raise ConfigError(f"unknown key: keys of the hudi section are Hudi's (hoodie.*){hint}",
+                              source=origin, key=name)
+        typo = K.misspelt_hudi_key(name)
+        if typo:
+            raise ConfigError(f"unknown Hudi key; did you mean {typo}?", source=origin, key=name)
+        if value is None:
+            return
+        value = self._interpolated(value, name, origin)
+        if isinstance(value, (Mapping, list)):
+            raise ConfigError(f"expected a value, got {K.kind_of(value)} (write Hudi keys whole: hoodie.a.b: value)",
+                              source=origin, key=name)
+        self.extras[name] = _Given(self._marked(name, K.to_text(value)), origin, name)
+
+    # -- values ----------------------------------------------------------------------------------
+
+    def _interpolated(self, value: Any, name: str, origin: str) -> Any:
+        try:
+            return _interpolate_tree(value, self.env, name)
+        except _Unresolved as e:
+            raise ConfigError(str(e), source=origin, key=e.name) from None
+
+    def _remember_secrets(self, node: Mapping[Any, Any], prefix: str) -> None:
+        """Every secret value given, before anything is checked: whichever key an error is about,
+        and wherever else the same text was used, the message can then be scrubbed."""
+        for entry, value in node.items():
+            name = f"{prefix}.{entry}" if prefix else str(entry)
+            if isinstance(value, Mapping):
+                self._remember_secrets(value, name)
+            elif K.is_secret(name) and isinstance(value, (str, int, float)) and not isinstance(value, bool):
+                try:
+                    self.secrets.add(interpolate(K.to_text(value), self.env))
+                except ValueError:
+                    pass  # reported, without the value, when the key is read
+
+    def _marked(self, name: str, value: Any) -> Any:
+        """Secret scalars wrapped as `Secret`, by name, so that no repr shows them."""
+        if isinstance(value, Mapping):
+            return {entry: self._marked(f"{name}.{entry}", item) for entry, item in value.items()}
+        if K.is_secret(name) and isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            return Secret(K.to_text(value))
+        return value
+
+    def put(self, key: Key, value: Any, name: str, origin: str) -> None:
+        value = self._interpolated(value, name, origin)
+        try:
+            typed = self._marked(key.name, K.parse(key, value))
+        except ValueError as e:
+            raise ConfigError(str(e), source=origin, key=name) from None
+        earlier = self._layer.get(key.name)
+        if earlier is not None and earlier.name != name and earlier.value != typed:
+            theirs = K.REDACTED if key.secret else repr(K.to_text(earlier.value))
+            raise ConfigError(f"contradicts {earlier.name}={theirs}: give one of them", source=origin, key=name)
+        given = _Given(typed, origin, name)
+        self._layer[key.name] = self.values[key.name] = given
+
+    def _put_entry(self, key: Key, entry: str, text: str, name: str) -> None:
+        """One entry of a map key from --set, merged into what the file gave."""
+        text = self._interpolated(text, name, SET)
+        value: Any = text
+        if key.type is Type.VALUE_MAP:  # typed as YAML would type it: true, 3, ...
+            try:
+                value = yaml.safe_load(text) if text.strip() else text
+            except yaml.YAMLError:
+                value = text
+            for part in reversed(entry.split(".")[1:]):
+                value = {part: value}
+            entry = entry.split(".")[0]
+        try:
+            parsed = self._marked(key.name, K.parse(key, {entry: value}))
+        except ValueError as e:
+            raise ConfigError(str(e), source=SET, key=name) from None
+        current = self.values[key.name].value if key.name in self.values else key.default or {}
+        self.values[key.name] = _Given(_merged(current, parsed), SET, key.name)
+
+
+def _merged(base: Mapping[Any, Any], update: Mapping[Any, Any]) -> dict[Any, Any]:
+    """`update` over `base`, nested mappings merged entry by entry."""
+    out = dict(base)
+    for name, item in update.items():
+        out[name] = _merged(out[name], item) if isinstance(item, Mapping) and isinstance(out.get(name), Mapping) else item
+    return out
+
+
+def _bare(error: ConfigError) -> str:
+    prefix = ": ".join(p for p in (error.source, error.key) if p)
+    text = str(error)
+    return text[len(prefix) + 2 :] if prefix and text.startswith(prefix + ": ") else text
+
+
+def _scrubbed(error: ConfigError, secrets: set[str]) -> ConfigError:
+    message = _bare(error)
+    for secret in sorted(secrets, key=len, reverse=True):
+        if secret:
+            message = message.replace(secret, K.REDACTED)
+    return ConfigError(message, source=error.source, key=error.key)
+
+
+# -- resolving --------------------------------------------------------------------------------------
+
+
+class _Resolver:
+    """Turns the gathered values into a `PipelineConfig`, checking the rules across keys."""
+
+    def __init__(self, gathered: _Gathered, origin: str):
+        self.g = gathered
+        self.origin_file = origin
+        # Every key's effective value, shown by `redacted()`; derived defaults are filled in below.
+        self.settings: dict[str, Any] = {}
+        for key in K.KEYS:
+            value = self.get(key.name)
+            if value is not None and key.type is not Type.REFUSED:
+                self.settings[key.name] = value
+
+    def given(self, name: str) -> bool:
+        return name in self.g.values
+
+    def get(self, name: str) -> Any:
+        given = self.g.values.get(name)
+        return given.value if given is not None else K.BY_NAME[name].default
+
+    def origin(self, name: str) -> str:
+        given = self.g.values.get(name)
+        return given.origin if given is not None else self.origin_file
+
+    def written(self, name: str) -> str:
+        given = self.g.values.get(name)
+        return given.name if given is not None else name
+
+    def fail(self, name: str, message: str) -> NoReturn:
+        raise ConfigError(message, source=self.origin(name), key=self.written(name))
+
+    def require(self, name: str, what: str) -> Any:
+        value = self.get(name)
+        if value is None or value == "" or value == ():
+            raise ConfigError(f"is required: {what}", source=self.origin_file, key=name)
+        return value
+
+    def lower(self, error: ConfigError, default: str) -> NoReturn:
+        """Re-raise a lower layer's error under the name this configuration gives the key."""
+        name = error.key or default
+        if name.startswith("hoodie."):
+            name = f"{HUDI}.{name}"
+        name = _LOWER_KEYS.get(name, name)
+        if name not in K.BY_NAME and not name.startswith(HUDI + "."):
+            name = default
+        raise ConfigError(_bare(error), source=self.origin(name), key=self.written(name)) from None
+
+    # -- sections --------------------------------------------------------------------------------
+
+    def config(self, check_table: bool) -> PipelineConfig:
+        table = TableSettings(
+            path=self.require("table.path", "the table's base URL (a path, or an fsspec URL such as s3://lake/orders)"),
+            name=self.require("table.name", "the table's name (hoodie.table.name)"),
+            database=self.get("table.database"),
+            storage_options=Settings(self.get("table.storage_options")),
+        )
+        self.require(RECORD_KEY, "the record key field(s), comma-separated")
+        self.index_rules()
+        hudi = self.hudi_settings(table)
+        write = self.write_options(table, hudi)
+        source = self.source(write)
+        quarantine = QuarantineSettings(self.get("quarantine.path"))
+        stream = self.stream(source, quarantine, table)
+        services = self.services()
+        spark = SparkSettings(
+            app_name=self.get("spark.app_name") or f"ingest-{table.name}",
+            master=self.get("spark.master"),
+            conf=Settings(self.get("spark.conf")),
+        )
+        self.settings["spark.app_name"] = spark.app_name
+        if check_table:
+            self.check_table(table, write)
+        ordered = {key.name: self.settings[key.name] for key in K.KEYS if key.name in self.settings}
+        ordered.update({name: given.value for name, given in self.g.extras.items()})
+        return PipelineConfig(
+            origin=self.origin_file, table=table, hudi=hudi, write=write, source=source, quarantine=quarantine,
+            stream=stream, services=services, spark=spark, settings=Settings(ordered),
+            warnings=tuple(self.warnings()),
+        )
+
+    def hudi_settings(self, table: TableSettings) -> Settings:
+        """Hudi-named settings for the writer: those given or with a fixed default, and the unused ones."""
+        out = {"hoodie.table.name": table.name, "hoodie.database.name": table.database}
+        for key in K.KEYS:
+            if key.section == HUDI and key.name in self.settings:
+                out[key.path[1]] = self.settings[key.name]
+        for name, given in self.g.extras.items():
+            out[name[len(HUDI) + 1 :]] = given.value
+        return Settings({name: value if isinstance(value, Secret) else K.to_text(value) for name, value in out.items()})
+
+    def index_rules(self) -> None:
+        """Settings of the other index type are contradictions, and their defaults do not apply."""
+        index_name = self.get(INDEX_TYPE)
+        if K.INDEX_TYPES[index_name][0] == IndexType.BUCKET.value:
+            if self.given("write.key_index_shards"):
+                self.fail("write.key_index_shards", f"applies to key indexes only, and {INDEX_TYPE} is BUCKET")
+            self.settings.pop("write.key_index_shards")
+            return
+        for name in (*K.BUCKET_KEYS, "hudi.hoodie.index.bucket.engine"):
+            if self.given(name):
+                self.fail(name, f"applies only to {INDEX_TYPE}=BUCKET, not {index_name}")
+            self.settings.pop(name, None)
+
+    def write_options(self, table: TableSettings, hudi: Settings) -> WriteOptions:
+        kind, global_scope = K.INDEX_TYPES[self.get(INDEX_TYPE)]
+        hash_field = self.get("hudi.hoodie.bucket.index.hash.field")
+        codec = self.get("hudi.hoodie.parquet.compression.codec")
+        try:
+            write = WriteOptions(
+                table_path=table.path,
+                table_name=table.name,
+                hudi=dict(hudi),
+                operation=Operation(self.get("hudi.hoodie.datasource.write.operation")),
+                index=IndexOptions(
+                    type=IndexType(kind),
+                    bucket_count=self.get("hudi.hoodie.bucket.index.num.buckets"),
+                    hash_fields=hash_fields_from_config(hash_field) if hash_field else (),
+                    global_scope=global_scope,
+                    shards=self.get("write.key_index_shards"),
+                ),
+                insert_mode=InsertMode(self.get("write.insert_mode")),
+                file_group_max_bytes=self.get("write.file_group_max_bytes"),
+                log_file_max_bytes=self.get("hudi.hoodie.logfile.max.size"),
+                delete_flag_column=self.get("write.delete_flag_column") or None,
+                checkpoint_id=self.get("hudi.hoodie.datasource.write.streaming.checkpoint.identifier"),
+                storage_options=dict(table.storage_options),
+                parquet_compression="none" if codec == "uncompressed" else codec,
+                jvm_timezone=self.get("write.jvm_timezone"),
+                lock_expiry_seconds=float(self.get("write.lock_expiry_seconds")),
+            )
+            write.keygen  # noqa: B018 - resolves and checks the key generator settings now
+            write.table_settings()  # checks the bucket hash fields against the record key
+        except ConfigError as e:
+            self.lower(e, RECORD_KEY)
+        return write
+
+    # -- source ----------------------------------------------------------------------------------
+
+    def _named(self, group: str) -> bool:
+        return group in self.g.groups or any(n.startswith(group + ".") for n in self.g.values)
+
+    def source(self, write: WriteOptions) -> SourceConfig:
+        kafka, files = self._named("source.kafka"), self._named("source.files")
+        if kafka and files:
+            raise ConfigError("give source.kafka (a stream) or source.files (a backfill), not both",
+                              source=self.origin_file, key="source")
+        if not kafka and not files:
+            raise ConfigError("is required: give source.kafka (a stream) or source.files (a backfill)",
+                              source=self.origin_file, key="source")
+        for name in [n for n in self.settings if n.startswith("source.kafka." if files else "source.files.")]:
+            del self.settings[name]
+        if files:
+            return SourceConfig(files=self.file_input(write))
+        kafka_input = self.kafka_input()
+        decoder = self.decoder(write)
+        self.check_fields(write, decoder.records_schema.names)
+        return SourceConfig(kafka=kafka_input, decoder=decoder)
+
+    def kafka_input(self) -> KafkaInput:
+        servers = self.require("source.kafka.bootstrap_servers", "the Kafka brokers, host:port")
+        topics, pattern = self.get("source.kafka.topics"), self.get("source.kafka.topic_pattern")
+        if topics and pattern:
+            self.fail("source.kafka.topic_pattern", "contradicts source.kafka.topics: give one of them")
+        if not topics and not pattern:
+            raise ConfigError("is required: give source.kafka.topics or source.kafka.topic_pattern",
+                              source=self.origin_file, key="source.kafka.topics")
+        if pattern:
+            try:
+                re.compile(pattern)
+            except re.error as e:
+                self.fail("source.kafka.topic_pattern", f"is not a valid regular expression: {e}")
+        client = self.get("source.kafka.options")
+        for entry in client:
+            if entry.lower() == "bootstrap.servers":
+                self.fail("source.kafka.options", "bootstrap.servers: set source.kafka.bootstrap_servers instead")
+            if entry.lower().startswith("kafka."):
+                self.fail("source.kafka.options", f"{entry}: write Kafka properties without the kafka. prefix")
+        return KafkaInput(
+            bootstrap_servers=servers,
+            topics=topics or (),
+            topic_pattern=pattern,
+            starting_offsets=self.starting_offsets(),
+            max_offsets_per_trigger=self.get("source.kafka.max_offsets_per_trigger"),
+            fail_on_data_loss=self.get("source.kafka.fail_on_data_loss"),
+            implementation=self.get("source.kafka.implementation"),
+            client_options=Settings(client),
+        )
+
+    def starting_offsets(self) -> str:
+        name = "source.kafka.starting_offsets"
+        text = self.get(name).strip()
+        if text.lower() in ("earliest", "latest"):
+            return text.lower()
+        try:
+            parsed = json.loads(text)
+        except json.JSONDecodeError:
+            parsed = None
+        valid = isinstance(parsed, dict) and all(
+            isinstance(partitions, dict) and all(
+                str(p).isdigit() and isinstance(o, int) and not isinstance(o, bool) and o >= -2
+                for p, o in partitions.items())
+            for partitions in parsed.values())
+        if not valid:
+            self.fail(name, f'{text!r} is not earliest, latest or JSON like {{"topic": {{"0": 23, "1": -2}}}} '
+                            "(-2 earliest, -1 latest)")
+        return text
+
+    def _schema_path(self, name: str) -> str | None:
+        """A schema file named in the configuration file is found beside it."""
+        value = self.get(name)
+        if value is None or self.origin(name) == SET or "://" in value or os.path.isabs(value):
+            return value
+        return str(Path(self.origin_file).parent / value)
+
+    def _schema_choice(self, needs_avro: bool) -> tuple[str | None, str | None]:
+        schema, schema_file = self.get("source.schema"), self._schema_path("source.schema_file")
+        if schema and schema_file:
+            self.fail("source.schema_file", "contradicts source.schema: give one of them")
+        if needs_avro and schema:
+            self.fail("source.schema", f"the {self.get('source.format')} format reads an Avro schema: give "
+                                       "source.schema_file")
+        return schema, schema_file
+
+    def decoder(self, write: WriteOptions) -> DecoderSpec:
+        value_format = self.get("source.format")
+        schema, schema_file = self._schema_choice(needs_avro=value_format != "json")
+        if not schema and not schema_file:
+            name, what = (("source.schema", "give source.schema (Spark DDL) or source.schema_file (Avro .avsc)")
+                          if value_format == "json" else
+                          ("source.schema_file", f"the {value_format} format reads an Avro schema (.avsc)"))
+            raise ConfigError(f"is required: {what}", source=self.origin_file, key=name)
+        ids = {i: self._relative_to_file(p, "source.schema_files_by_id")
+               for i, p in self.get("source.schema_files_by_id").items()}
+        common = dict(schema=schema, schema_file=schema_file, schema_files_by_id=ids)
+        spec_format = value_format.replace("_", "-")
+        try:
+            key_fields = self.get("source.key_fields")
+            if key_fields is None:
+                declared = decoder_spec(spec_format, **common).schema.names
+                record_fields = write.keygen.record_key_fields
+                key_fields = record_fields if all(f in declared for f in record_fields) else ()
+                self.settings["source.key_fields"] = key_fields
+            key_format = self.get("source.key_format") or ("json" if len(key_fields) > 1 else "string")
+            self.settings["source.key_format"] = key_format
+            return decoder_spec(spec_format, **common, key_fields=key_fields,
+                                key_source=self.get("source.key_source"), key_format=key_format)
+        except ConfigError as e:
+            self.lower(e, "source.schema")
+
+    def _relative_to_file(self, path: str, name: str) -> str:
+        if self.origin(name) == SET or "://" in path or os.path.isabs(path):
+            return path
+        return str(Path(self.origin_file).parent / path)
+
+    def file_input(self, write: WriteOptions) -> FileInput:
+        path = self.require("source.files.path", "the input files (a folder or glob)")
+        for name in KAFKA_ONLY:
+            if self.given(name):
+                self.fail(name, "applies to Kafka sources only (file sources take source.files.format)")
+            self.settings.pop(name, None)
+        file_format = self.get("source.files.format")
+        schema, schema_file = self._schema_choice(needs_avro=False)
+        arrow = None
+        if schema or schema_file:
+            try:
+                arrow = decoder_spec("json", schema=schema, schema_file=schema_file).schema
+            except ConfigError as e:
+                self.lower(e, "source.schema")
+            self.check_fields(write, arrow.names)
+        elif file_format in ("json", "csv"):
+            raise ConfigError(f"is required: {file_format} files need source.schema (Spark DDL) or "
+                              "source.schema_file (Avro .avsc)", source=self.origin_file, key="source.schema")
+        return FileInput(path=path, format=file_format, schema=arrow, options=Settings(self.get("source.files.options")),
+                         max_files_per_trigger=self.get("source.files.max_files_per_trigger"))
+
+    def check_fields(self, write: WriteOptions, columns: Sequence[str]) -> None:
+        """Record key, partition, ordering and delete-flag fields must be columns of the records."""
+        spec = write.keygen
+        fields = [(RECORD_KEY, f) for f in spec.record_key_fields]
+        fields += [(PARTITION_FIELD, f.name) for f in spec.partition_fields]
+        fields += [(PRECOMBINE, write.precombine_field), ("write.delete_flag_column", write.delete_flag_column)]
+        for name, field in fields:
+            if field and field.split(".")[0] not in columns:
+                self.fail(name, f"field {field!r} is not in the source schema (columns: {', '.join(columns)})")
+
+    # -- stream, services, table ----------------------------------------------------------------
+
+    def stream(self, source: SourceConfig, quarantine: QuarantineSettings, table: TableSettings) -> StreamSettings:
+        on_error = OnError(self.get("stream.on_error") or ("quarantine" if quarantine.path else "fail"))
+        self.settings["stream.on_error"] = on_error.value
+        if on_error is OnError.QUARANTINE and not quarantine.path:
+            raise ConfigError("is required when stream.on_error is quarantine: where bad records go",
+                              source=self.origin("stream.on_error"), key="quarantine.path")
+        if quarantine.path and (quarantine.path.rstrip("/") + "/").startswith(table.path.rstrip("/") + "/"):
+            self.fail("quarantine.path", f"must be outside the table ({table.path}): Hudi readers would see its files")
+        checkpoint = self.get("stream.checkpoint")
+        if source.kafka is not None and not checkpoint:
+            raise ConfigError("is required for Kafka sources: where Spark keeps the stream's offsets",
+                              source=self.origin_file, key="stream.checkpoint")
+        trigger = self.get("stream.trigger")
+        return StreamSettings(checkpoint=checkpoint, trigger=Trigger(None if trigger == K.AVAILABLE_NOW else trigger),
+                              on_error=on_error)
+
+    def services(self) -> Settings:
+        """The table-service keys, complete, after the rules Hudi's write config enforces."""
+        if not self.given(CLEANER_POLICY):
+            inferred = [policy for name, policy in RETAINED.items() if self.given(name)]
+            self.settings[CLEANER_POLICY] = inferred[0] if len(inferred) == 1 else "KEEP_LATEST_COMMITS"
+        low, high = self.get(KEEP_MIN), self.get(KEEP_MAX)
+        if high <= low:
+            if self.given(KEEP_MAX) or not self.given(KEEP_MIN):
+                self.fail(KEEP_MAX, f"must be greater than {KEEP_MIN[len(HUDI) + 1:]} ({low}), got {high}")
+            self.fail(KEEP_MIN, f"must be less than {KEEP_MAX[len(HUDI) + 1:]} ({high}), got {low}")
+        retained = self.get(COMMITS_RETAINED)
+        if self.settings[CLEANER_POLICY] == "KEEP_LATEST_COMMITS" and low <= retained:
+            if self.given(KEEP_MIN) or not self.given(COMMITS_RETAINED):
+                self.fail(KEEP_MIN, f"must be greater than {COMMITS_RETAINED[len(HUDI) + 1:]} ({retained}), got "
+                                    f"{low}: archiving commits the cleaner keeps would hide them from incremental reads")
+            self.fail(COMMITS_RETAINED, f"must be less than {KEEP_MIN[len(HUDI) + 1:]} ({low}), got {retained}")
+        if self.get(COMPACT_INLINE) and self.get(SCHEDULE_INLINE):
+            self.fail(SCHEDULE_INLINE, f"contradicts {COMPACT_INLINE[len(HUDI) + 1:]}=true: compaction is "
+                                       "either run inline or only scheduled inline")
+        return Settings({k.path[1]: K.to_text(self.settings[k.name]) for k in K.SERVICE_KEYS})
+
+    def warnings(self) -> list[str]:
+        return [f"{g.origin}: {name}: not used by ingest; kept with the Hudi settings" for name, g in self.g.extras.items()]
+
+    def check_table(self, table: TableSettings, write: WriteOptions) -> None:
+        """An existing table must agree with every setting the writer would record in it."""
+        properties = f"{table.path.rstrip('/')}/{PROPERTIES_PATH}"
+        try:
+            storage = Storage(table.path, table.storage_options)
+            if not storage.exists(PROPERTIES_PATH):
+                return
+            existing = TableConfig.load(storage)
+        except UnsupportedTable as e:
+            raise ConfigError(str(e).removeprefix(f"{table.path}: "), source=properties) from None
+        except (OSError, ValueError, ImportError) as e:
+            detail = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise ConfigError(f"cannot read the table to compare settings: {detail}", source=table.path,
+                              key="table.path") from None
+        conflicts = existing.conflicts_with(write.table_settings())
+        if not conflicts:
+            return
+        details = []
+        for prop, theirs, ours in conflicts:
+            name = self._property_key(prop)
+            how = "" if self.given(name) else ", by default" if name in K.BY_NAME else ", inferred"
+            details.append(f"{prop}: table has {theirs!r}, {self.origin(name)} gives {ours!r} "
+                           f"({self.written(name)}{how})")
+        raise ConfigError("; ".join(details), source=properties)
+
+    def _property_key(self, prop: str) -> str:
+        if prop == "hoodie.table.keygenerator.class":
+            return KEYGEN_TYPE if self.given(KEYGEN_TYPE) and not self.given(KEYGEN_CLASS) else KEYGEN_CLASS
+        return _TABLE_PROPERTY_KEYS.get(prop, f"{HUDI}.{prop}")
