@@ -1,18 +1,27 @@
-"""`HoodieCommitMetadata`: the JSON body of `.deltacommit` and `.commit` instants.
+"""`HoodieCommitMetadata`: the body of `.deltacommit` and `.commit` instants.
 
 Readers take the table schema from `extraMetadata.schema` of the latest commit, and incremental
 readers take the files a commit touched from `partitionToWriteStats`, so both must be complete. The
 layout follows Hudi's Jackson `DefaultPrettyPrinter` output byte for byte (`"key" : value`, two-space
 indent, arrays inline as `[ a, b ]`), field order included.
+
+Table version 8 (timeline layout 2) stores the same metadata as an Avro object container file of
+Hudi's `HoodieCommitMetadata` (or `HoodieReplaceCommitMetadata`) record, whose field names are the
+JSON keys; instants carried over from 0.x stay JSON (`CommitMetadataSerDeV2`). `decode_metadata`
+reads both.
 """
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+import fastavro
+
+AVRO_MAGIC = b"Obj\x01"  # an Avro object container file; JSON never starts with it
 NULL_COMMIT = "null"  # Hudi writes the string "null" as prevCommit of a new file group
 
 
@@ -191,7 +200,17 @@ class CommitMetadata:
     def from_bytes(cls, data: bytes) -> CommitMetadata:
         if not data.strip():
             return cls()
-        return cls.from_json(json.loads(data.decode("utf-8")))
+        return cls.from_json(decode_metadata(data))
+
+
+def decode_metadata(data: bytes) -> dict[str, Any]:
+    """An instant file's metadata as the JSON object it is (layout 1) or the Avro record it holds (layout 2)."""
+    if data.startswith(AVRO_MAGIC):
+        records = list(fastavro.reader(io.BytesIO(data)))
+        return dict(records[0]) if records else {}
+    if not data.strip():
+        return {}
+    return json.loads(data.decode("utf-8"))
 
 
 def write_stat_field_names() -> list[str]:

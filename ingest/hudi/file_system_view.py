@@ -8,12 +8,20 @@ written on top of it, all sharing one base instant. Visibility follows Hudi's vi
   compaction: logs written after a compaction was planned belong to the compaction's instant, and
   until it completes readers merge them with the previous slice;
 * blocks inside log files are filtered later, by the reader, against the same completed instants.
+
+Which slice a log file belongs to depends on the timeline layout. In layout 1 (table version 6) a log
+file's name carries its slice's base instant. In layout 2 (table version 8) it carries the instant of
+the deltacommit that wrote it, and the log belongs to the slice with the largest base instant at or
+before that deltacommit's completion time: the slice that was current when the write became visible
+(Hudi's `HoodieFileGroup.getBaseInstantTime`, hudi-rs `FileGroup::add_log_file`). Logs of deltacommits
+that have not completed are left out, as are base files of pending compactions; a completed compaction
+is a base instant like any other, so it opens a new slice.
 """
 
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from ingest.hudi.file_names import PARTITION_METADATA, BaseFileName, LogFileName
@@ -123,6 +131,8 @@ class FileSystemView:
         replaced: frozenset[tuple[str, str]] = frozenset(),
     ) -> FileSystemView:
         """`replaced`: (partition, file id) of groups that completed replacecommits retired."""
+        if timeline.layout.has_completion_times:
+            return cls._from_listing_by_completion_time(timeline, listing, replaced)
         completed = timeline.completed_write_timestamps()
         pending_compactions = {
             i.timestamp for i in timeline.filter(actions=[Action.COMPACTION], states=[State.REQUESTED, State.INFLIGHT])
@@ -162,6 +172,44 @@ class FileSystemView:
                 groups.append(FileGroup(partition, file_id, slices))
         return cls(timeline, tuple(groups), tuple(sorted(listing)))
 
+    @classmethod
+    def _from_listing_by_completion_time(
+        cls,
+        timeline: Timeline,
+        listing: dict[str, list[FileInfo]],
+        replaced: frozenset[tuple[str, str]],
+    ) -> FileSystemView:
+        """Layout 2: slices keyed by committed base instants, logs attached by completion time."""
+        completed = timeline.completed_write_timestamps()
+        # A legacy instant's file name does not say when it completed, nor is an instant that left the
+        # active timeline listed: their own time stands in for the completion time.
+        completion = {
+            i.timestamp: i.completion_time or i.timestamp for i in timeline.instants if i.timestamp in completed
+        }
+        groups: list[FileGroup] = []
+        for partition, entries in sorted(listing.items()):
+            bases: dict[str, dict[str, BaseFile]] = {}
+            logs: dict[str, list[LogFile]] = {}
+            for e in entries:
+                if e.is_dir:
+                    continue
+                base = BaseFileName.parse(e.name)
+                if base is not None:
+                    if base.instant in completed:
+                        bases.setdefault(base.file_id, {})[base.instant] = BaseFile(partition, base, e.size)
+                    continue
+                log = LogFileName.parse(e.name)
+                if log is not None and log.extension == "log" and not log.cdc and log.base_instant in completed:
+                    logs.setdefault(log.file_id, []).append(LogFile(partition, log, e.size))
+            for file_id in sorted(set(bases) | set(logs)):
+                if (partition, file_id) in replaced:
+                    continue
+                slices = _slices_by_completion_time(
+                    partition, file_id, bases.get(file_id, {}), logs.get(file_id, []), completion
+                )
+                groups.append(FileGroup(partition, file_id, slices))
+        return cls(timeline, tuple(groups), tuple(sorted(listing)))
+
     def file_groups(self, partition: str | None = None) -> list[FileGroup]:
         return [g for g in self.groups if partition is None or g.partition_path == partition]
 
@@ -185,6 +233,29 @@ class FileSystemView:
 
     def all_files(self) -> list[str]:
         return [p for g in self.groups for s in g.slices for p in s.paths]
+
+
+def _slices_by_completion_time(
+    partition: str,
+    file_id: str,
+    bases: Mapping[str, BaseFile],
+    logs: Iterable[LogFile],
+    completion: Mapping[str, str],
+) -> tuple[FileSlice, ...]:
+    """A log joins the slice with the largest base instant <= its deltacommit's completion time.
+
+    Logs are taken in deltacommit order, as Hudi adds them: a log no slice is old enough for (a file
+    group without base files, say) opens a slice at its own instant, which later logs then join.
+    """
+    slice_logs: dict[str, list[LogFile]] = {ts: [] for ts in bases}
+    for log in sorted(logs, key=lambda lf: lf.name):
+        completed_at = completion.get(log.name.base_instant, log.name.base_instant)
+        owners = [ts for ts in slice_logs if ts <= completed_at]
+        slice_logs.setdefault(max(owners) if owners else log.name.base_instant, []).append(log)
+    return tuple(
+        FileSlice(partition, file_id, ts, bases.get(ts), tuple(sorted(slice_logs[ts], key=lambda lf: lf.name)))
+        for ts in sorted(slice_logs)
+    )
 
 
 def _merged_latest_slice(group: FileGroup, completed: frozenset[str], as_of: str | None) -> FileSlice | None:

@@ -9,7 +9,7 @@ in flight is the historical `<ts>.inflight`, every other action is `<ts>.<action
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from enum import Enum
 
@@ -44,17 +44,26 @@ class State(str, Enum):
 
 # Actions whose completed form is a `.commit` file.
 _COMPLETES_AS_COMMIT = {Action.COMPACTION}
-# Actions that write data files (the rest are table services' bookkeeping).
-WRITE_ACTIONS = frozenset({Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION})
+# Actions that write data files (the rest are table services' bookkeeping). CLUSTERING exists only on
+# layout-2 timelines (table version 8), where a clustering is requested as `.clustering.requested` and
+# completes as a `.replacecommit`; version 6 plans clustering as a `replacecommit` itself.
+WRITE_ACTIONS = frozenset({
+    Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION, Action.CLUSTERING,
+})
 
 
 @dataclass(frozen=True, order=True)
 class Instant:
-    """One state of one action at one time, as named by a file under `.hoodie/`."""
+    """One state of one action at one time, as named by a file under `.hoodie/`.
+
+    `completion_time` is known only for completed instants of a layout-2 timeline (table version 8),
+    whose file names carry it; it is an attribute, not part of the instant's identity or order.
+    """
 
     timestamp: str
     action: Action
     state: State
+    completion_time: str | None = field(default=None, compare=False)
 
     @property
     def file_name(self) -> str:

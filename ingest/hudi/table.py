@@ -3,22 +3,24 @@
 This is the handle that readers, writers, table services and CLI commands open. It holds no cached
 file listing of its own: `timeline()` and `view()` take fresh snapshots, so every caller decides
 explicitly which snapshot its decisions are made against.
+
+Tables of version 6 and 8 open for reading; only version 6 opens for writing (`open_or_create`).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ingest.errors import TableConfigConflict, TableNotFound
 from ingest.hudi import schema as avro
-from ingest.hudi.commit_metadata import CommitMetadata
+from ingest.hudi.commit_metadata import CommitMetadata, decode_metadata
 from ingest.hudi.file_system_view import FileSystemView
 from ingest.hudi.instant import Action, Instant
 from ingest.hudi.table_config import PROPERTIES_PATH, TableConfig, TableConfigKey
 from ingest.hudi.timeline import AUX_FOLDER, METAFOLDER, TEMP_FOLDER, Timeline, read_instant
+from ingest.hudi.timeline_layout import TimelineLayout
 from ingest.storage import Storage
 
 SCHEMA_KEY = "schema"
@@ -68,7 +70,7 @@ class HudiTable:
         schema: avro.AvroSchema | None = None,
         storage_options: Mapping[str, Any] | None = None,
     ) -> HudiTable:
-        """Open the table, checking the given settings agree with it; create it if absent."""
+        """Open the table for writing, checking the given settings agree with it; create it if absent."""
         try:
             table = cls.open(url, storage_options)
         except TableNotFound:
@@ -76,6 +78,7 @@ class HudiTable:
                 return cls.create(url, settings, schema, storage_options)
             except TableConfigConflict:
                 table = cls.open(url, storage_options)  # created concurrently: validate below
+        table.config.check_supported(url, write=True)
         table.config.check_compatible(url, settings)
         return table
 
@@ -89,20 +92,25 @@ class HudiTable:
     def base_url(self) -> str:
         return self.storage.base_url
 
+    @property
+    def layout(self) -> TimelineLayout:
+        return TimelineLayout.of(self.config)
+
     def timeline(self) -> Timeline:
-        return Timeline.load(self.storage)
+        return Timeline.load(self.storage, self.layout)
 
     def view(self, timeline: Timeline | None = None) -> FileSystemView:
         timeline = timeline or self.timeline()
         return FileSystemView.load(self.storage, timeline, replaced=self.replaced_file_groups(timeline))
 
     def commit_metadata(self, instant: Instant) -> CommitMetadata:
-        return CommitMetadata.from_bytes(read_instant(self.storage, instant))
+        return CommitMetadata.from_bytes(read_instant(self.storage, instant, self.layout))
 
     def replaced_file_groups(self, timeline: Timeline) -> frozenset[tuple[str, str]]:
         out = set()
-        for instant in timeline.completed(Action.REPLACE_COMMIT):
-            raw = json.loads(read_instant(self.storage, instant) or b"{}")
+        # A version-8 clustering is a `clustering` instant that completes as a replacecommit.
+        for instant in timeline.completed(Action.REPLACE_COMMIT, Action.CLUSTERING):
+            raw = decode_metadata(read_instant(self.storage, instant, timeline.layout))
             for partition, file_ids in (raw.get("partitionToReplaceFileIds") or {}).items():
                 out.update((partition, f) for f in file_ids)
         return frozenset(out)
@@ -111,7 +119,7 @@ class HudiTable:
         """The table's Avro schema (no meta fields): from the latest commit as of `as_of`, else at creation."""
         timeline = timeline or self.timeline()
         for instant in reversed(timeline.completed(Action.DELTA_COMMIT, Action.COMMIT, Action.COMPACTION,
-                                                   Action.REPLACE_COMMIT)):
+                                                   Action.REPLACE_COMMIT, Action.CLUSTERING)):
             if as_of is not None and instant.timestamp > as_of:
                 continue
             text = self.commit_metadata(instant).schema

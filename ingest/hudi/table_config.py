@@ -18,7 +18,9 @@ from ingest.hudi import properties
 from ingest.storage import Storage
 
 PROPERTIES_PATH = ".hoodie/hoodie.properties"
-TABLE_VERSION = 6
+TABLE_VERSION = 6  # the version this library writes
+# Versions this library reads: 6 (Hudi 0.14/0.15) and 8 (Hudi 1.x: timeline layout 2, completion times).
+READABLE_VERSIONS = (6, 8)
 
 DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
 OVERWRITE_WITH_LATEST_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
@@ -29,6 +31,19 @@ EVENT_TIME_PAYLOADS = frozenset({
     "org.apache.hudi.common.model.PartialUpdateAvroPayload",
     "org.apache.hudi.common.model.EventTimeAvroPayload",
 })
+
+# Hudi 1.x's `HoodieRecordMerger` strategy ids (`hoodie.record.merge.strategy.id`, table version 8).
+EVENT_TIME_MERGE_STRATEGY = DEFAULT_MERGER_STRATEGY
+COMMIT_TIME_MERGE_STRATEGY = "ce9acb64-bde0-424c-9b91-f6ebba25356d"
+PAYLOAD_BASED_MERGE_STRATEGY = "00000000-0000-0000-0000-000000000000"
+
+
+class RecordMergeMode(str, Enum):
+    """`hoodie.record.merge.mode` (table version 8): how versions of one key are merged."""
+
+    EVENT_TIME_ORDERING = "EVENT_TIME_ORDERING"  # the larger ordering value wins
+    COMMIT_TIME_ORDERING = "COMMIT_TIME_ORDERING"  # the later write wins
+    CUSTOM = "CUSTOM"  # a payload class or merger implementation decides
 
 
 def _bool(raw: str) -> bool:
@@ -69,6 +84,18 @@ class TableConfigKey(Enum):
     RECORD_KEY_FIELDS = ConfigKey("hoodie.table.recordkey.fields", None, _list)
     PARTITION_FIELDS = ConfigKey("hoodie.table.partition.fields", None, _list)
     PRECOMBINE_FIELD = ConfigKey("hoodie.table.precombine.field", None, str, "Ordering field.")
+    ORDERING_FIELDS = ConfigKey(
+        "hoodie.table.ordering.fields", None, _list, "Ordering fields: Hudi 1.1's name for the precombine field."
+    )
+    RECORD_MERGE_MODE = ConfigKey(
+        "hoodie.record.merge.mode", None, str, "Table version 8: EVENT_TIME_ORDERING, COMMIT_TIME_ORDERING or CUSTOM."
+    )
+    RECORD_MERGE_STRATEGY_ID = ConfigKey(
+        "hoodie.record.merge.strategy.id", None, str, "Table version 8: id of the record merger strategy."
+    )
+    TIMELINE_PATH = ConfigKey(
+        "hoodie.timeline.path", "timeline", str, "Timeline layout 2: folder of the instant files under .hoodie."
+    )
     KEY_GENERATOR_CLASS = ConfigKey("hoodie.table.keygenerator.class")
     HIVE_STYLE_PARTITIONING = ConfigKey("hoodie.datasource.write.hive_style_partitioning", "false", _bool)
     URL_ENCODE_PARTITIONING = ConfigKey("hoodie.datasource.write.partitionpath.urlencode", "false", _bool)
@@ -125,6 +152,10 @@ class TableConfig:
         return self.get(TableConfigKey.NAME)
 
     @property
+    def version(self) -> int:
+        return self.get(TableConfigKey.VERSION)
+
+    @property
     def record_key_fields(self) -> tuple[str, ...]:
         return self.get(TableConfigKey.RECORD_KEY_FIELDS) or ()
 
@@ -134,8 +165,16 @@ class TableConfig:
 
     @property
     def precombine_field(self) -> str | None:
+        """The ordering field; from version 8 on, Hudi 1.1's `hoodie.table.ordering.fields` is read too."""
+        if self.version >= 8:
+            fields = self._ordering_fields()
+            return fields[0] if fields else None
         value = self.get(TableConfigKey.PRECOMBINE_FIELD)
         return value or None
+
+    def _ordering_fields(self) -> tuple[str, ...]:
+        """Version 8: comma-separated ordering fields, under either name."""
+        return self.get(TableConfigKey.ORDERING_FIELDS) or _list(self.raw(TableConfigKey.PRECOMBINE_FIELD) or "")
 
     @property
     def payload_class(self) -> str:
@@ -144,7 +183,47 @@ class TableConfig:
     @property
     def event_time_ordering(self) -> bool:
         """True when the larger ordering value wins across commits (else the latest commit wins)."""
+        if self.version >= 8:
+            mode = self.record_merge_mode
+            if mode is RecordMergeMode.CUSTOM:
+                # Payload-based: the payload class decides, as in version 6.
+                return self.precombine_field is not None and self.props.get(
+                    TableConfigKey.PAYLOAD_CLASS.key
+                ) in EVENT_TIME_PAYLOADS
+            # Event-time ordering without an ordering field falls back to commit time, as in Hudi.
+            return mode is RecordMergeMode.EVENT_TIME_ORDERING and self.precombine_field is not None
         return self.precombine_field is not None and self.payload_class in EVENT_TIME_PAYLOADS
+
+    @property
+    def record_merge_mode(self) -> RecordMergeMode:
+        """The merge mode of a version-8 table: as set, else inferred as Hudi 1.x infers it.
+
+        Inference (`HoodieTableConfig.inferMergingConfigsForPreV9Table`): from the merge strategy id,
+        else from the payload class, else event time when there is an ordering field.
+        """
+        raw = self.raw(TableConfigKey.RECORD_MERGE_MODE)
+        if raw:
+            try:
+                return RecordMergeMode(raw.strip().upper())
+            except ValueError as e:
+                raise UnsupportedTable(f"{TableConfigKey.RECORD_MERGE_MODE.key}={raw} is not a merge mode") from e
+        strategy = self.raw(TableConfigKey.RECORD_MERGE_STRATEGY_ID)
+        if strategy:
+            if strategy == EVENT_TIME_MERGE_STRATEGY:
+                return RecordMergeMode.EVENT_TIME_ORDERING
+            if strategy == COMMIT_TIME_MERGE_STRATEGY:
+                return RecordMergeMode.COMMIT_TIME_ORDERING
+            return RecordMergeMode.CUSTOM
+        payload = self.props.get(TableConfigKey.PAYLOAD_CLASS.key)
+        if payload:
+            if payload in (DEFAULT_PAYLOAD, "org.apache.hudi.common.model.EventTimeAvroPayload"):
+                return RecordMergeMode.EVENT_TIME_ORDERING
+            if payload == OVERWRITE_WITH_LATEST_PAYLOAD:
+                return RecordMergeMode.COMMIT_TIME_ORDERING
+            return RecordMergeMode.CUSTOM
+        if self.precombine_field is not None:
+            return RecordMergeMode.EVENT_TIME_ORDERING
+        return RecordMergeMode.COMMIT_TIME_ORDERING
 
     @property
     def hive_style(self) -> bool:
@@ -170,15 +249,33 @@ class TableConfig:
         config.check_supported(storage.base_url)
         return config
 
-    def check_supported(self, where: str) -> None:
+    def check_supported(self, where: str, *, write: bool = False) -> None:
+        """Refuse tables this library cannot read (versions other than 6 and 8) or, for `write`, write (not 6)."""
         version = self.get(TableConfigKey.VERSION)
         table_type = self.raw(TableConfigKey.TABLE_TYPE)
-        if version != TABLE_VERSION:
+        if write and version != TABLE_VERSION:
             raise UnsupportedTable(
-                f"{where}: table version {version} (only version {TABLE_VERSION} is supported)"
+                f"{where}: table version {version} cannot be written (only version {TABLE_VERSION} is written; "
+                f"versions {', '.join(map(str, READABLE_VERSIONS))} are read)"
+            )
+        if version not in READABLE_VERSIONS:
+            raise UnsupportedTable(
+                f"{where}: table version {version} (only versions {', '.join(map(str, READABLE_VERSIONS))} "
+                "are supported)"
             )
         if table_type != "MERGE_ON_READ":
             raise UnsupportedTable(f"{where}: table type {table_type} (only MERGE_ON_READ is supported)")
+        if version >= 8:
+            self._check_readable_merge(where)
+
+    def _check_readable_merge(self, where: str) -> None:
+        mode = self.record_merge_mode
+        strategy = self.raw(TableConfigKey.RECORD_MERGE_STRATEGY_ID)
+        if mode is RecordMergeMode.CUSTOM and strategy not in (None, PAYLOAD_BASED_MERGE_STRATEGY):
+            raise UnsupportedTable(f"{where}: custom record merger strategy {strategy} is not supported")
+        fields = self._ordering_fields()
+        if len(fields) > 1 and mode is not RecordMergeMode.COMMIT_TIME_ORDERING:
+            raise UnsupportedTable(f"{where}: ordering on several fields ({', '.join(fields)}) is not supported")
 
     def to_bytes(self) -> bytes:
         return properties.encode_text(properties.dumps(self.props, "Properties saved on " + _now_iso()))

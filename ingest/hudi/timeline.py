@@ -1,10 +1,13 @@
-"""The active timeline: the instants whose files are under `.hoodie/`.
+"""The active timeline: the instants whose files are under `.hoodie/` (`.hoodie/timeline/` in layout 2).
 
 A `Timeline` is an immutable snapshot taken with one listing; every decision of a commit (what is
 completed, what is pending, what to roll back, which instant time comes next) is made against one
 snapshot. Transitions write files through `Storage`: requested and inflight files may be rewritten,
 the completed file is written once and atomically, and its presence is what makes an instant
 complete for every reader.
+
+Reading follows the table's `TimelineLayout` (version 6 or 8); transitions write layout 1 only, as
+this library writes version 6 only.
 """
 
 from __future__ import annotations
@@ -14,9 +17,9 @@ from dataclasses import dataclass, field
 
 from ingest.errors import TimelineError
 from ingest.hudi.instant import WRITE_ACTIONS, Action, Instant, InstantTimeGenerator, State
+from ingest.hudi.timeline_layout import LAYOUT_1, METAFOLDER, TimelineLayout
 from ingest.storage import Storage
 
-METAFOLDER = ".hoodie"
 ARCHIVE_FOLDER = f"{METAFOLDER}/archived"
 TEMP_FOLDER = f"{METAFOLDER}/.temp"
 AUX_FOLDER = f"{METAFOLDER}/.aux"
@@ -28,22 +31,23 @@ def instant_path(instant: Instant) -> str:
 
 @dataclass(frozen=True)
 class Timeline:
-    """Instants by time; each carries its most advanced state (requested < inflight < completed)."""
+    """Instants by (requested) time; each carries its most advanced state (requested < inflight < completed)."""
 
     instants: tuple[Instant, ...]
     files: frozenset[str] = field(default=frozenset(), repr=False)
+    layout: TimelineLayout = LAYOUT_1
 
     @classmethod
-    def load(cls, storage: Storage) -> Timeline:
-        names = [e.name for e in storage.list(METAFOLDER) if not e.is_dir]
-        return cls.from_file_names(names)
+    def load(cls, storage: Storage, layout: TimelineLayout = LAYOUT_1) -> Timeline:
+        names = [e.name for e in storage.list(layout.folder) if not e.is_dir]
+        return cls.from_file_names(names, layout)
 
     @classmethod
-    def from_file_names(cls, names: Iterable[str]) -> Timeline:
+    def from_file_names(cls, names: Iterable[str], layout: TimelineLayout = LAYOUT_1) -> Timeline:
         by_ts: dict[str, list[Instant]] = {}
         files = set()
         for name in names:
-            instant = Instant.parse(name)
+            instant = layout.parse(name)
             if instant is None:
                 continue
             files.add(name)
@@ -56,8 +60,9 @@ class Timeline:
             # that was requested so the timeline knows it is a compaction.
             pending_actions = [i.action for i in found if i.state is not State.COMPLETED]
             action = pending_actions[0] if pending_actions else found[0].action
-            merged.append(Instant(ts, action, state))
-        return cls(tuple(merged), frozenset(files))
+            completion = next((i.completion_time for i in found if i.is_completed), None)
+            merged.append(Instant(ts, action, state, completion))
+        return cls(tuple(merged), frozenset(files), layout)
 
     # -- queries --------------------------------------------------------------------------------
 
@@ -112,18 +117,19 @@ class Timeline:
 
     def files_of(self, timestamp: str) -> list[str]:
         """Every timeline file of one instant time (requested, inflight, completed)."""
-        prefix = f"{timestamp}."
-        return sorted(f for f in self.files if f.startswith(prefix))
+        return sorted(f for f in self.files if f.startswith((f"{timestamp}.", f"{timestamp}_")))
 
 
 # -- transitions ------------------------------------------------------------------------------
 
 
-def read_instant(storage: Storage, instant: Instant) -> bytes:
+def read_instant(storage: Storage, instant: Instant, layout: TimelineLayout = LAYOUT_1) -> bytes:
+    """The content of an instant's file (layout 2: a completed instant needs its completion time)."""
+    path = layout.path(instant)
     try:
-        return storage.read(instant_path(instant))
+        return storage.read(path)
     except FileNotFoundError as e:
-        raise TimelineError(f"instant file {instant_path(instant)} is missing") from e
+        raise TimelineError(f"instant file {path} is missing") from e
 
 
 def request(storage: Storage, timestamp: str, action: Action, content: bytes = b"") -> Instant:
