@@ -30,6 +30,31 @@ def instant_path(instant: Instant) -> str:
 
 
 @dataclass(frozen=True)
+class CompletedInstants:
+    """Membership of "completed as of a time": the explicit completed writes, plus anything older
+    than the active timeline's first write, which Hudi readers also count as committed
+    (`containsOrBeforeTimelineStarts`). Iterating yields only the explicit ones."""
+
+    timestamps: frozenset[str]
+    archived_before: str | None = None
+    as_of: str | None = None
+
+    def __contains__(self, timestamp: object) -> bool:
+        if timestamp in self.timestamps:
+            return True
+        return (
+            isinstance(timestamp, str) and self.archived_before is not None and timestamp < self.archived_before
+            and (self.as_of is None or timestamp <= self.as_of)
+        )
+
+    def __iter__(self):
+        return iter(self.timestamps)
+
+    def __len__(self) -> int:
+        return len(self.timestamps)
+
+
+@dataclass(frozen=True)
 class Timeline:
     """Instants by (requested) time; each carries its most advanced state (requested < inflight < completed)."""
 
@@ -96,12 +121,26 @@ class Timeline:
         done = self.completed(*actions)
         return done[-1] if done else None
 
-    def completed_write_timestamps(self, as_of: str | None = None) -> frozenset[str]:
-        """Times of completed instants that wrote data (what makes a file or log block visible)."""
-        return frozenset(
-            i.timestamp for i in self.instants
-            if i.is_completed and i.action in WRITE_ACTIONS and (as_of is None or i.timestamp <= as_of)
+    def completed_write_timestamps(self, as_of: str | None = None) -> CompletedInstants:
+        """Instants whose files and log blocks are visible: completed writes on this timeline, and
+        every instant older than its first write (those were archived, and archival moves only
+        completed instants)."""
+        return CompletedInstants(
+            frozenset(
+                i.timestamp for i in self.instants
+                if i.is_completed and i.action in WRITE_ACTIONS and (as_of is None or i.timestamp <= as_of)
+            ),
+            self.first_write_timestamp,
+            as_of,
         )
+
+    @property
+    def first_write_timestamp(self) -> str | None:
+        """The oldest write instant on the active timeline, whatever its state."""
+        for instant in self.instants:
+            if instant.action in WRITE_ACTIONS:
+                return instant.timestamp
+        return None
 
     def is_completed(self, timestamp: str) -> bool:
         instant = self.get(timestamp)
