@@ -93,6 +93,264 @@ ROLLBACK_METADATA: dict[str, Any] = {
 }
 
 
+
+def _nullable(avro_type: Any, default: Any = None) -> dict[str, Any]:
+    """A field type `["null", T]` defaulting to null (the shape of most of Hudi's optional fields)."""
+    return {"type": ["null", avro_type], "default": default}
+
+
+def _field(name: str, avro_type: Any, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "type": avro_type, **extra}
+
+
+def _opt(name: str, avro_type: Any) -> dict[str, Any]:
+    return {"name": name, **_nullable(avro_type)}
+
+
+_STRINGS = {"type": "array", "items": "string"}
+_STRING_MAP = {"type": "map", "values": "string"}
+_VERSION = {"name": "version", "type": ["int", "null"], "default": 1}
+
+
+def _record(name: str, fields: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"type": "record", "name": name, "namespace": NAMESPACE, "fields": fields}
+
+
+# -- compaction -------------------------------------------------------------------------------------
+# `.compaction.requested` holds a HoodieCompactionPlan. Plan version 2 (CompactionUtils'
+# LATEST_COMPACTION_METADATA_VERSION) names files relative to their partition: `deltaFilePaths` are log
+# file names, `dataFilePath` the base file name. `strategy`/`preserveHoodieMetadata` came with log
+# compaction (0.13); the union order of `preserveHoodieMetadata` is that of the plan Hudi wrote in the
+# v8 fixture. `missingSchedulePartitions` (1.x) is left out: readers default it to null.
+
+COMPACTION_OPERATION: dict[str, Any] = _record("HoodieCompactionOperation", [
+    _field("baseInstantTime", ["null", "string"]),
+    _opt("deltaFilePaths", _STRINGS),
+    _opt("dataFilePath", "string"),
+    _field("fileId", ["null", "string"]),
+    _opt("partitionPath", "string"),
+    _opt("metrics", {"type": "map", "values": "double"}),
+    _opt("bootstrapFilePath", "string"),
+])
+
+COMPACTION_STRATEGY: dict[str, Any] = _record("HoodieCompactionStrategy", [
+    _opt("compactorClassName", "string"),
+    _opt("strategyParams", _STRING_MAP),
+    dict(_VERSION),
+])
+
+COMPACTION_PLAN: dict[str, Any] = _record("HoodieCompactionPlan", [
+    _opt("operations", {"type": "array", "items": COMPACTION_OPERATION}),
+    _opt("extraMetadata", _STRING_MAP),
+    dict(_VERSION),
+    _opt("strategy", COMPACTION_STRATEGY),
+    _field("preserveHoodieMetadata", ["boolean", "null"], default=False),
+])
+
+# -- clean ------------------------------------------------------------------------------------------
+# `.clean.requested` / `.clean.inflight` hold a HoodieCleanerPlan (version 2: files to delete as
+# HoodieCleanFileInfo per partition, full paths); `.clean` holds HoodieCleanMetadata (version 2).
+
+ACTION_INSTANT: dict[str, Any] = _record("HoodieActionInstant", [
+    _field("timestamp", "string"),
+    _field("action", "string"),
+    _field("state", "string"),
+])
+
+CLEAN_FILE_INFO: dict[str, Any] = _record("HoodieCleanFileInfo", [
+    _opt("filePath", "string"),
+    _opt("isBootstrapBaseFile", "boolean"),
+])
+
+CLEANER_PLAN: dict[str, Any] = _record("HoodieCleanerPlan", [
+    _opt("earliestInstantToRetain", ACTION_INSTANT),
+    _field("lastCompletedCommitTimestamp", "string", default=""),
+    _field("policy", "string"),
+    _opt("filesToBeDeletedPerPartition", {"type": "map", "values": _STRINGS}),
+    dict(_VERSION),
+    _opt("filePathsToBeDeletedPerPartition", {"type": "map", "values": {"type": "array", "items": CLEAN_FILE_INFO}}),
+    _opt("partitionsToBeDeleted", _STRINGS),
+    _opt("extraMetadata", _STRING_MAP),
+])
+
+CLEAN_PARTITION_METADATA: dict[str, Any] = _record("HoodieCleanPartitionMetadata", [
+    _field("partitionPath", "string"),
+    _field("policy", "string"),
+    _field("deletePathPatterns", _STRINGS),
+    _field("successDeleteFiles", _STRINGS),
+    _field("failedDeleteFiles", _STRINGS),
+    _opt("isPartitionDeleted", "boolean"),
+])
+
+CLEAN_METADATA: dict[str, Any] = _record("HoodieCleanMetadata", [
+    _field("startCleanTime", "string"),
+    _field("timeTakenInMillis", "long"),
+    _field("totalFilesDeleted", "int"),
+    _field("earliestCommitToRetain", "string"),
+    _field("lastCompletedCommitTimestamp", "string", default=""),
+    _field("partitionMetadata", {"type": "map", "values": CLEAN_PARTITION_METADATA}),
+    dict(_VERSION),
+    _opt("bootstrapPartitionMetadata", {"type": "map", "values": "HoodieCleanPartitionMetadata"}),
+    _opt("extraMetadata", _STRING_MAP),
+])
+
+# -- archived timeline ------------------------------------------------------------------------------
+# `.hoodie/archived/.commits_.archive.<n>_<token>` holds AVRO_DATA blocks of HoodieArchivedMetaEntry:
+# one entry per timeline file of an archived instant, carrying that file's content as the Avro record
+# of its action (commit metadata converted from its JSON, clean plan or metadata, rollback metadata,
+# compaction plan). Readers look fields up by name, so the entry carries all of 0.14's fields, and the
+# records it may embed are defined as Hudi defines them.
+
+RUNTIME_STATS: dict[str, Any] = _record("HoodieRuntimeStats", [
+    _opt("totalScanTime", "long"),
+    _opt("totalCreateTime", "long"),
+    _opt("totalUpsertTime", "long"),
+])
+
+WRITE_STAT: dict[str, Any] = _record("HoodieWriteStat", [
+    _opt("fileId", "string"),
+    _opt("path", "string"),
+    _opt("prevCommit", "string"),
+    _opt("numWrites", "long"),
+    _opt("numDeletes", "long"),
+    _opt("numUpdateWrites", "long"),
+    _opt("totalWriteBytes", "long"),
+    _opt("totalWriteErrors", "long"),
+    _opt("partitionPath", "string"),
+    _opt("totalLogRecords", "long"),
+    _opt("totalLogFiles", "long"),
+    _opt("totalUpdatedRecordsCompacted", "long"),
+    _opt("numInserts", "long"),
+    _opt("totalLogBlocks", "long"),
+    _opt("totalCorruptLogBlock", "long"),
+    _opt("totalRollbackBlocks", "long"),
+    _opt("fileSizeInBytes", "long"),
+    _opt("logVersion", "int"),
+    _opt("logOffset", "long"),
+    _opt("baseFile", "string"),
+    _opt("logFiles", _STRINGS),
+    _opt("cdcStats", {"type": "map", "values": "long"}),
+    _opt("prevBaseFile", "string"),
+    _opt("minEventTime", "long"),
+    _opt("maxEventTime", "long"),
+    _opt("runtimeStats", RUNTIME_STATS),
+    _opt("totalLogFilesCompacted", "long"),
+    _opt("totalLogReadTimeMs", "long"),
+    _opt("totalLogSizeCompacted", "long"),
+    _opt("tempPath", "string"),
+    _opt("numUpdates", "long"),
+])
+
+COMMIT_METADATA: dict[str, Any] = _record("HoodieCommitMetadata", [
+    _opt("partitionToWriteStats", {"type": "map", "values": {"type": "array", "items": WRITE_STAT}}),
+    _opt("compacted", "boolean"),
+    _opt("extraMetadata", _STRING_MAP),
+    dict(_VERSION),
+    _opt("operationType", "string"),
+])
+
+COMPACTION_METADATA: dict[str, Any] = _record("HoodieCompactionMetadata", [
+    _opt("partitionToCompactionWriteStats", {"type": "map", "values": {"type": "array", "items": _record(
+        "HoodieCompactionWriteStat", [
+            _field("partitionPath", ["null", "string"]),
+            _field("totalLogRecords", ["null", "long"]),
+            _field("totalLogFiles", ["null", "long"]),
+            _field("totalUpdatedRecordsCompacted", ["null", "long"]),
+            _field("hoodieWriteStat", ["null", "HoodieWriteStat"]),
+        ])}}),
+])
+
+SAVEPOINT_METADATA: dict[str, Any] = _record("HoodieSavepointMetadata", [
+    _field("savepointedBy", "string"),
+    _field("savepointedAt", "long"),
+    _field("comments", "string"),
+    _field("partitionMetadata", {"type": "map", "values": _record("HoodieSavepointPartitionMetadata", [
+        _field("partitionPath", "string"),
+        _field("savepointDataFile", _STRINGS),
+    ])}),
+])
+
+REPLACE_COMMIT_METADATA: dict[str, Any] = _record("HoodieReplaceCommitMetadata", [
+    _opt("partitionToWriteStats", {"type": "map", "values": {"type": "array", "items": "HoodieWriteStat"}}),
+    _opt("extraMetadata", _STRING_MAP),
+    dict(_VERSION),
+    _opt("operationType", "string"),
+    _opt("partitionToReplaceFileIds", {"type": "map", "values": _STRINGS}),
+])
+
+REQUESTED_REPLACE_METADATA: dict[str, Any] = _record("HoodieRequestedReplaceMetadata", [
+    _opt("operationType", "string"),
+    _opt("clusteringPlan", _record("HoodieClusteringPlan", [
+        _opt("inputGroups", {"type": "array", "items": _record("HoodieClusteringGroup", [
+            _opt("slices", {"type": "array", "items": _record("HoodieSliceInfo", [
+                _opt("dataFilePath", "string"),
+                _opt("deltaFilePaths", _STRINGS),
+                _field("fileId", ["null", "string"]),
+                _opt("partitionPath", "string"),
+                _opt("bootstrapFilePath", "string"),
+                dict(_VERSION),
+            ])}),
+            _opt("metrics", {"type": "map", "values": "double"}),
+            {"name": "numOutputFileGroups", "type": ["int", "null"], "default": 1},
+            dict(_VERSION),
+        ])}),
+        _opt("strategy", _record("HoodieClusteringStrategy", [
+            _opt("strategyClassName", "string"),
+            _opt("strategyParams", _STRING_MAP),
+            dict(_VERSION),
+        ])),
+        _opt("extraMetadata", _STRING_MAP),
+        dict(_VERSION),
+        _opt("preserveHoodieMetadata", "boolean"),
+    ])),
+    _opt("extraMetadata", _STRING_MAP),
+    dict(_VERSION),
+])
+
+INDEX_COMMIT_METADATA: dict[str, Any] = _record("HoodieIndexCommitMetadata", [
+    dict(_VERSION),
+    _opt("operationType", "string"),
+    _opt("indexPartitionInfos", {"type": "array", "items": _record("HoodieIndexPartitionInfo", [
+        dict(_VERSION),
+        _opt("metadataPartitionPath", "string"),
+        _opt("indexUptoInstant", "HoodieInstantInfo"),
+    ])}),
+])
+
+
+def _define_once(node: Any, seen: set[str]) -> Any:
+    """A copy of `node` in which each named record is defined at its first use and referenced after."""
+    if isinstance(node, list):
+        return [_define_once(n, seen) for n in node]
+    if not isinstance(node, dict):
+        return node
+    if node.get("type") == "record":
+        full = f"{node.get('namespace', NAMESPACE)}.{node['name']}"
+        if full in seen:
+            return node["name"]
+        seen.add(full)
+        return {**node, "fields": [{**f, "type": _define_once(f["type"], seen)} for f in node["fields"]]}
+    return {k: _define_once(v, seen) if k in ("type", "items", "values") else v for k, v in node.items()}
+
+
+ARCHIVED_META_ENTRY: dict[str, Any] = _define_once(_record("HoodieArchivedMetaEntry", [
+    _opt("hoodieCommitMetadata", COMMIT_METADATA),
+    _opt("hoodieCleanMetadata", CLEAN_METADATA),
+    _opt("hoodieCompactionMetadata", COMPACTION_METADATA),  # deprecated, never written
+    _opt("hoodieRollbackMetadata", ROLLBACK_METADATA),
+    _opt("hoodieSavePointMetadata", SAVEPOINT_METADATA),
+    _opt("commitTime", "string"),
+    _opt("actionType", "string"),
+    dict(_VERSION),
+    _opt("hoodieCompactionPlan", COMPACTION_PLAN),
+    _opt("hoodieCleanerPlan", CLEANER_PLAN),
+    _opt("actionState", "string"),
+    _opt("hoodieReplaceCommitMetadata", REPLACE_COMMIT_METADATA),
+    _opt("hoodieRequestedReplaceMetadata", REQUESTED_REPLACE_METADATA),
+    _opt("HoodieInflightReplaceMetadata", "HoodieCommitMetadata"),
+    _opt("hoodieIndexCommitMetadata", INDEX_COMMIT_METADATA),
+]), set())
+
 _PARSED: dict[str, Any] = {}
 
 
