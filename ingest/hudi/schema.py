@@ -268,7 +268,7 @@ def evolve(table: AvroSchema, incoming: AvroSchema) -> AvroSchema:
     """The schema to write with when `incoming` data arrives at a table whose schema is `table`.
 
     Accepted: the same fields; fields missing from the incoming data when the table allows null
-    (they are written as null); new nullable fields (appended, so old blocks stay readable).
+    (they are written as null); new fields (appended as nullable, so old blocks stay readable).
     Anything else fails before a byte is written, naming the column.
     """
     table_fields = {f["name"]: f for f in table["fields"] if f["name"] not in META_FIELDS}
@@ -286,8 +286,6 @@ def evolve(table: AvroSchema, incoming: AvroSchema) -> AvroSchema:
     for name, field in incoming_fields.items():
         existing = table_fields.get(name)
         if existing is None:
-            if not is_nullable(field["type"]):
-                problems.append(f"new column '{name}' must be nullable to be added to the table")
             continue
         if _canonical(existing["type"]) != _canonical(field["type"]):
             old_inner, _ = _strip_null(existing["type"]) if isinstance(existing["type"], list) else (existing["type"], False)
@@ -302,7 +300,15 @@ def evolve(table: AvroSchema, incoming: AvroSchema) -> AvroSchema:
             problems.append(f"column '{name}' is missing from the data and is not nullable in the table")
     if problems:
         raise SchemaEvolutionError("incompatible schema change: " + "; ".join(problems))
-    added = [f for n, f in incoming_fields.items() if n not in table_fields]
+    # Rows written before a new column existed hold no value for it, so the table's column is nullable
+    # whatever the incoming data declares.
+    added = [_as_nullable(f) for n, f in incoming_fields.items() if n not in table_fields]
     if not added:
         return table
     return {**table, "fields": list(table["fields"]) + added}
+
+
+def _as_nullable(field: dict[str, Any]) -> dict[str, Any]:
+    if is_nullable(field["type"]):
+        return field
+    return {"name": field["name"], "type": ["null", field["type"]], "default": None}

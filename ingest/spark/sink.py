@@ -3,8 +3,8 @@
 Per micro-batch the driver begins the commit and plans it (`ingest.write.batch.write_batch`), and
 executors do all the work on records: `mapInArrow` prepares them (keys, partitions, deletes; bad
 records quarantined by the task that meets them, or the job fails naming one), routes them, and after
-one shuffle the task owning a bucket (bucket index) or a key shard and then a file group (key index)
-writes the files and the key state. Tasks return write stats only; no record reaches the driver.
+one shuffle the task owning a bucket (in every partition: a tombstone does not know its partition) or
+a key shard and then a file group (key index) writes the files and the key state. Tasks return write stats only; no record reaches the driver.
 Counters come back through accumulators.
 
 The same task functions run in the in-process writer, so a table written through Spark equals one
@@ -168,7 +168,7 @@ class SparkEngine:
         arrow_in = to_arrow_schema(prepared.df.schema, timezone="UTC")
         probe = rec.prepare(arrow_in.empty_table(), options.keygen, ordering_field=ordering_field,
                             delete_flag_column=options.delete_flag_column)
-        routed_schema = tasks.route(plan, probe.records).schema
+        routed_schema = tasks.route(plan, tasks.conform(plan, probe.records)).schema
         spark_schema = from_arrow_schema(routed_schema)
 
         def stage(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -195,7 +195,7 @@ class SparkEngine:
                                          f"{batch_mod.first_error(done.errors)}")
                 quarantine.write(quarantine_storage, done.errors, batch_label, f"{task.partition_id:05d}")
             counters.add(seen)
-            routed = tasks.route(plan, done.records)
+            routed = tasks.route(plan, tasks.conform(plan, done.records))
             yield from routed.select(routed_schema.names).cast(routed_schema).to_batches()
 
         return prepared.df.mapInArrow(stage, spark_schema)
@@ -207,7 +207,7 @@ class SparkEngine:
                 return
             yield _result_batch(tasks.bucket_task(plan, table, _task()))
 
-        shuffled = staged.repartition(self.parallelism, pcb.PARTITION, tasks.BUCKET)
+        shuffled = staged.repartition(self.parallelism, tasks.BUCKET)
         return _parse_results(shuffled.mapInArrow(write, RESULT_SCHEMA).collect())
 
     def _key_index(self, plan: WritePlan, staged: DataFrame, counters) -> tasks.TaskResult:

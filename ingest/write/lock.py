@@ -3,8 +3,8 @@
 Object stores have neither rename nor locks, but they do have put-if-absent. The lease is a series
 of epoch files `.hoodie/.aux/ingest/lock/writer.<epoch>.json`: acquiring means creating the next
 epoch file, which exactly one contender can do. The holder rewrites its own file as a heartbeat. A
-contender may take over only when the current epoch is released or its heartbeat is older than the
-expiry, and it does so by creating the next epoch — so the previous holder, which checks before each
+contender may take over only when the current epoch is released, its heartbeat is older than the
+holder's expiry, or the holder's process is gone from this same host; it does so by creating the next epoch — so the previous holder, which checks before each
 commit that no newer epoch exists, learns it has lost the lease and stops instead of committing.
 """
 
@@ -34,6 +34,7 @@ class LeaseRecord:
     pid: int
     acquired_at: float
     heartbeat_at: float
+    expiry: float          # the holder's own expiry: contenders judge its lease by it
     released: bool = False
 
     def to_bytes(self) -> bytes:
@@ -43,7 +44,22 @@ class LeaseRecord:
     def from_bytes(cls, data: bytes) -> LeaseRecord:
         d = json.loads(data.decode())
         return cls(d["owner"], d["host"], int(d["pid"]), float(d["acquired_at"]), float(d["heartbeat_at"]),
-                   bool(d.get("released", False)))
+                   float(d.get("expiry", 60.0)), bool(d.get("released", False)))
+
+    def expired(self, now: float) -> bool:
+        return self.released or now - self.heartbeat_at >= self.expiry or self._holder_died()
+
+    def _holder_died(self) -> bool:
+        """On the holder's own host a dead process is certain: no need to wait out its lease."""
+        if self.host != socket.gethostname():
+            return False
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        return False
 
 
 def _epoch_path(epoch: int) -> str:
@@ -80,7 +96,8 @@ class WriterLock:
             return None
 
     def _record(self, released: bool = False) -> LeaseRecord:
-        return LeaseRecord(self.owner, socket.gethostname(), os.getpid(), self._acquired_at, time.time(), released)
+        return LeaseRecord(self.owner, socket.gethostname(), os.getpid(), self._acquired_at, time.time(),
+                           self.expiry, released)
 
     # -- lease --------------------------------------------------------------------------------
 
@@ -90,12 +107,12 @@ class WriterLock:
             epochs = self._epochs()
             current = epochs[-1] if epochs else 0
             holder = self._read(current) if current else None
-            if holder is not None and not holder.released and time.time() - holder.heartbeat_at < self.expiry:
+            if holder is not None and not holder.expired(time.time()):
                 age = time.time() - holder.heartbeat_at
                 raise ConcurrentWriterError(
                     f"{self.storage.base_url} is being written by another writer (host {holder.host}, "
                     f"pid {holder.pid}, lease epoch {current}, last heartbeat {age:.0f}s ago); "
-                    f"a table takes one writer at a time. The lease expires {self.expiry:.0f}s after its "
+                    f"a table takes one writer at a time. The lease expires {holder.expiry:.0f}s after its "
                     "last heartbeat if that writer died."
                 )
             self._acquired_at = time.time()

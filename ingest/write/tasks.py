@@ -88,20 +88,10 @@ def conform(plan: WritePlan, records: pa.Table) -> pa.Table:
 def route(plan: WritePlan, records: pa.Table) -> pa.Table:
     """Add the routing column: the bucket (bucket index) or the key shard (key index).
 
-    Bucket index: a tombstone knows no partition, so it is copied to every partition the table has
-    (the bucket's state in each says whether the key is there to delete).
+    Both depend on the key alone, so every version of a key, tombstones included (whose partition is
+    unknown), meets in the task that owns its bucket or shard.
     """
     if plan.index_type.value == "bucket":
-        unknown = pc.is_null(records.column(pcb.PARTITION))
-        if records.num_rows and pc.any(unknown).as_py():
-            known = records.filter(pc.invert(unknown))
-            lost = records.filter(unknown)
-            copies = [known]
-            batch_partitions = set(pc.unique(known.column(pcb.PARTITION)).to_pylist())
-            for partition in sorted(set(plan.partitions) | batch_partitions):
-                copies.append(lost.set_column(lost.schema.get_field_index(pcb.PARTITION), pcb.PARTITION,
-                                              pa.array([partition] * lost.num_rows, pa.string())))
-            records = pa.concat_tables(copies)
         ids = bucket_ids(records.column(pcb.KEY).combine_chunks(), plan.hash_fields, plan.bucket_count)
         return records.append_column(BUCKET, pa.array(ids.astype(np.int32)))
     return records.append_column(SHARD, pa.array(key_shards(records.column(pcb.KEY), plan.shards).astype(np.int32)))
@@ -145,13 +135,46 @@ def _write_segment(plan: WritePlan, store: ks.KeyStateStore, state: ks.ShardStat
 # -- bucket index: everything in one task ---------------------------------------------------------
 
 
+def _bucket_tombstones(plan: WritePlan, records: pa.Table, load) -> pa.Table:
+    """A tombstone (partition unknown) applies to its key in every partition where the key lives
+    (that partition's state of the bucket says) or arrives in this batch."""
+    unknown = pc.is_null(records.column(pcb.PARTITION))
+    if not records.num_rows or not pc.any(unknown).as_py():
+        return records
+    lost = records.filter(unknown)
+    known = records.filter(pc.invert(unknown))
+    places = []
+    for bucket in sorted(set(lost.column(BUCKET).to_pylist())):
+        keys = lost.filter(pc.equal(lost.column(BUCKET), bucket)).column(pcb.KEY)
+        for partition in plan.partitions:
+            state = load(partition, bucket).table
+            live = state.filter(pc.and_(pc.invert(state.column(ks.DELETED)), pc.is_in(state.column(ks.KEY), keys)))
+            if live.num_rows:
+                places.append(pa.table({pcb.KEY: live.column(ks.KEY),
+                                        "_ingest_place": pa.array([partition] * live.num_rows, pa.string())}))
+    seen = known.select([pcb.KEY, pcb.PARTITION])
+    places.append(pa.table([seen.column(0), seen.column(1)], names=[pcb.KEY, "_ingest_place"]))
+    targets = pa.concat_tables(places, promote_options="permissive").group_by([pcb.KEY, "_ingest_place"]).aggregate([])
+    joined = lost.drop_columns([pcb.PARTITION]).join(targets, keys=[pcb.KEY], join_type="inner", use_threads=False)
+    joined = joined.rename_columns([pcb.PARTITION if c == "_ingest_place" else c for c in joined.column_names])
+    return pa.concat_tables([known, joined.select(lost.column_names).cast(lost.schema)])
+
+
 def bucket_task(plan: WritePlan, records: pa.Table, task: TaskIdentity) -> TaskResult:
     store = plan.key_state()
     results = []
     records = conform(plan, records)
+    states: dict[tuple[str, int], ks.ShardState] = {}
+
+    def load(partition: str, bucket: int) -> ks.ShardState:
+        if (partition, bucket) not in states:
+            states[(partition, bucket)] = store.load(shard_name(plan, partition, bucket), plan.is_visible)
+        return states[(partition, bucket)]
+
+    records = _bucket_tombstones(plan, records, load)
     for (partition, bucket), group in _groups(records, [pcb.PARTITION, BUCKET]):
         group = _drop_internal(group, BUCKET)
-        state = store.load(shard_name(plan, partition, bucket), plan.is_visible)
+        state = load(partition, bucket)
         combined = pcb.precombine(group, plan.ordering_field, global_scope=False)
         resolved = resolve(combined, state.table, plan.ordering_field, plan.event_time, global_scope=False)
         file_id = plan.bucket_file_id(partition, bucket)
@@ -172,8 +195,11 @@ def bucket_task(plan: WritePlan, records: pa.Table, task: TaskIdentity) -> TaskR
 
 
 def tagged_schema(records_schema: pa.Schema, plan: WritePlan) -> pa.Schema:
-    """The schema `tag` outputs: the record columns plus where each row goes and what it is."""
-    fields = [f for f in records_schema if f.name not in (SHARD,)]
+    """The schema `tag` outputs: the record columns plus where each row goes and what it is.
+
+    Every column is nullable: delete and key-state rows carry no data values.
+    """
+    fields = [f.with_nullable(True) for f in records_schema if f.name not in (SHARD,)]
     return pa.schema(fields + [
         pa.field(FILE_ID, pa.string()), pa.field(IS_UPDATE, pa.bool_()), pa.field(KIND, pa.string()),
         pa.field(SHARD, pa.int32()),

@@ -1,0 +1,223 @@
+"""The writer's guarantees that do not need Spark: replays, one writer per table, schema changes,
+bad records, hostile partition values, and object-store semantics (no rename, no append)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from ingest.errors import BadRecordError, ConcurrentWriterError, SchemaEvolutionError
+from ingest.hudi.instant import Action
+from ingest.hudi.snapshot import read_snapshot
+from ingest.hudi.table import HudiTable
+from ingest.storage import Storage
+from ingest.write import quarantine
+from ingest.write.batch import LocalEngine, LocalWriter
+from ingest.write.commit import BatchId
+from ingest.write.lock import WriterLock
+from ingest.write.options import IndexOptions, IndexType, WriteOptions
+
+BASE = {
+    "hoodie.datasource.write.recordkey.field": "id",
+    "hoodie.datasource.write.partitionpath.field": "part",
+    "hoodie.datasource.write.precombine.field": "ts",
+}
+
+
+def opts(path, index="bucket", **hudi) -> WriteOptions:
+    return WriteOptions(table_path=str(path), table_name="t", hudi={**BASE, **hudi},
+                        index=IndexOptions(type=IndexType(index), bucket_count=2))
+
+
+def rows(*records) -> pa.Table:
+    return pa.table({
+        "id": [r[0] for r in records],
+        "part": [r[1] for r in records],
+        "ts": pa.array([r[2] for r in records], pa.int64()),
+        "v": [r[3] for r in records],
+    })
+
+
+def snapshot(path) -> set[tuple]:
+    return {(r["id"], r["part"], r["ts"], r["v"]) for r in read_snapshot(HudiTable.open(str(path))).to_pylist()}
+
+
+def test_replayed_batch_is_skipped_and_nothing_is_duplicated(table_dir):
+    writer = LocalWriter(opts(table_dir))
+    first = writer.write(rows(("a", "p", 1, "x")), batch=BatchId("q", 0))
+    replay = writer.write(rows(("a", "p", 1, "x"), ("b", "p", 1, "y")), batch=BatchId("q", 0))
+    writer.write(rows(("b", "p", 2, "z")), batch=BatchId("q", 1))
+    assert first.instant and replay.skipped_replay and replay.instant is None
+    assert snapshot(table_dir) == {("a", "p", 1, "x"), ("b", "p", 2, "z")}
+    table = HudiTable.open(str(table_dir))
+    assert len(table.timeline().completed(Action.DELTA_COMMIT)) == 2
+    # The checkpoint is recorded where Hudi's own streaming sink records it.
+    meta = table.commit_metadata(table.timeline().last_completed())
+    assert meta.extra_metadata["_hudi_streaming_sink_checkpoint"] == '{"q":"1"}'
+
+
+def test_a_second_writer_fails_fast_naming_the_holder(table_dir):
+    options = opts(table_dir)
+    LocalWriter(options).write(rows(("a", "p", 1, "x")))
+    holder = WriterLock(Storage(str(table_dir)), expiry_seconds=60)
+    holder.acquire()
+    try:
+        with pytest.raises(ConcurrentWriterError, match=r"another writer \(host .*, pid \d+"):
+            LocalWriter(options).write(rows(("b", "p", 1, "y")))
+    finally:
+        holder.release()
+    LocalWriter(options).write(rows(("b", "p", 1, "y")))  # released: the next writer proceeds
+    assert snapshot(table_dir) == {("a", "p", 1, "x"), ("b", "p", 1, "y")}
+
+
+def test_a_writer_whose_lease_expired_loses_it_and_cannot_commit(table_dir):
+    storage = Storage(str(table_dir))
+    stale = WriterLock(storage, expiry_seconds=0.3)
+    stale.acquire()
+    stale._stop.set()  # its heartbeat stops, as if the process hung
+    time.sleep(0.6)
+    taker = WriterLock(storage, expiry_seconds=60)
+    taker.acquire()
+    with pytest.raises(ConcurrentWriterError, match="lost its lease"):
+        stale.check()
+    taker.release()
+
+
+def test_incompatible_schema_change_fails_before_anything_is_written(table_dir):
+    options = opts(table_dir)
+    LocalWriter(options).write(rows(("a", "p", 1, "x")))
+    table = HudiTable.open(str(table_dir))
+    before = table.timeline().instants
+    bad = pa.table({"id": ["b"], "part": ["p"], "ts": pa.array([2], pa.int64()), "v": pa.array([7], pa.int64())})
+    with pytest.raises(SchemaEvolutionError, match="column 'v' changes type"):
+        LocalWriter(options).write(bad)
+    assert table.timeline().instants == before
+    # A new nullable column is accepted, and old rows read it as null.
+    grown = rows(("b", "p", 2, "y")).append_column("extra", pa.array([1.5]))
+    LocalWriter(options).write(grown)
+    got = {r["id"]: r["extra"] for r in read_snapshot(HudiTable.open(str(table_dir))).to_pylist()}
+    assert got == {"a": None, "b": 1.5}
+
+
+def test_null_key_fails_the_batch_naming_the_record_or_is_quarantined(table_dir, tmp_path):
+    options = opts(table_dir)
+    batch = rows(("a", "p", 1, "x"), (None, "p", 1, "no key"))
+    with pytest.raises(BadRecordError, match="no key"):
+        LocalWriter(options).write(batch)
+    assert not HudiTable.exists(str(table_dir)) or not HudiTable.open(str(table_dir)).timeline().instants
+
+    qpath = tmp_path / "quarantine"
+    engine = LocalEngine(on_error="quarantine",
+                         quarantine=lambda bad: quarantine.write(Storage(str(qpath)), bad, "0", "00000"))
+    result = LocalWriter(options, engine).write(batch)
+    assert result.quarantined == 1 and result.counts["upserts"] == 1
+    kept = quarantine.read_all(Storage(str(qpath)))
+    assert kept.num_rows == 1 and kept.column("v").to_pylist() == ["no key"]
+    assert "id" in kept.column("_ingest_error")[0].as_py()
+
+
+HOSTILE = ["../../escape", "/abs/path", "a/b", "..", ".", "", ".hoodie", "x" * 300, "nul\x00byte",
+           "tab\tand\nnewline", "ünïcödé ✓", "a=b", "%2F..%2F", "C:\\windows", "   "]
+
+
+@pytest.mark.parametrize("urlencode", ["false", "true"])
+@pytest.mark.parametrize("index", ["bucket", "key"])
+def test_hostile_partition_values_and_keys_never_leave_the_table(tmp_path, urlencode, index):
+    root = tmp_path / "root"
+    table = root / "table"
+    table.mkdir(parents=True)
+    outside_before = {p for p in tmp_path.rglob("*")} - {p for p in table.rglob("*")} - {table}
+    options = opts(table, index, **{"hoodie.datasource.write.partitionpath.urlencode": urlencode})
+    bad_rows = []
+    engine = LocalEngine(on_error="quarantine", quarantine=bad_rows.append)
+    records = [(f"key-{i}-{v}", v, 1, f"v{i}") for i, v in enumerate(HOSTILE)]
+    records += [(k, "ok", 1, "hostile key") for k in HOSTILE if k]
+    LocalWriter(options, engine).write(rows(*records))
+    outside_after = {p for p in tmp_path.rglob("*")} - {p for p in table.rglob("*")} - {table}
+    assert outside_after == outside_before, "a file was created outside the table"
+    for path in table.rglob("*"):
+        assert os.path.realpath(path).startswith(os.path.realpath(table))
+    got = read_snapshot(HudiTable.open(str(table)))
+    accepted = {r["id"] for r in got.to_pylist()}
+    rejected = {r for t in bad_rows for r in t.column("id").to_pylist()}
+    assert accepted | rejected == {r[0] for r in records}, "every record is written or quarantined"
+    assert not accepted & rejected
+    for r in got.to_pylist():
+        depth = len([s for s in r["_hoodie_partition_path"].split("/") if s])
+        assert depth == 1
+        assert ".." not in r["_hoodie_partition_path"].split("/")
+    for t in bad_rows:
+        assert all(t.column("_ingest_error").to_pylist())
+
+
+# -- object stores ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def s3(monkeypatch):
+    """A moto S3 server on loopback; s3fs refuses to rename, copy or append, as object stores can't."""
+    boto3 = pytest.importorskip("boto3")
+    s3fs = pytest.importorskip("s3fs")
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="k", aws_secret_access_key="s",
+                 region_name="us-east-1").create_bucket(Bucket="lake")
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("rename/copy/append used on an object store")
+
+    for name in ("_mv", "mv", "_copy", "copy", "_cp_file", "cp_file"):
+        monkeypatch.setattr(s3fs.S3FileSystem, name, forbidden, raising=False)
+    original_open = s3fs.S3FileSystem._open
+
+    def open_no_append(self, path, mode="rb", *args, **kwargs):
+        if "a" in mode:
+            forbidden()
+        return original_open(self, path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(s3fs.S3FileSystem, "_open", open_no_append)
+    options = {"key": "k", "secret": "s", "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-east-1"},
+               "skip_instance_cache": True}
+    yield options
+    server.stop()
+
+
+@pytest.mark.parametrize("index", ["bucket", "key"])
+def test_object_store_table_equals_local_table(s3, table_dir, index):
+    batches = [
+        rows(("a", "p", 1, "x"), ("b", "q", 1, "y")),
+        rows(("a", "p", 2, "x2"), ("c", "q", 1, "z"), ("b", "q", 0, "late")),
+        pa.table({"id": ["c"], "part": ["q"], "ts": pa.array([5], pa.int64()), "v": [None],
+                  "_hoodie_is_deleted": [True]}),
+        rows(("d", "p", 3, "w")),
+    ]
+    local = opts(table_dir, index)
+    remote = dataclasses.replace(local, table_path=f"s3://lake/t_{index}", storage_options=s3)
+    for b in batches:
+        LocalWriter(local).write(b)
+        LocalWriter(remote).write(b)
+    from_s3 = read_snapshot(HudiTable.open(f"s3://lake/t_{index}", s3))
+    assert {(r["id"], r["ts"], r["v"]) for r in from_s3.to_pylist()} == \
+        {(i, t, v) for i, _, t, v in snapshot(table_dir)}
+    storage = Storage(f"s3://lake/t_{index}", s3)
+    logs = [e for e in storage.walk_files("") if ".log." in e.name]
+    # No append: every commit that touched a file group wrote a new log file version.
+    assert len(logs) >= 4
+    assert not [e for e in storage.walk_files("") if e.name.endswith(".tmp")]
+
+
+def test_log_files_on_local_disk_are_appended_while_under_the_limit(table_dir):
+    writer = LocalWriter(opts(table_dir))
+    for i in range(4):
+        writer.write(rows((f"k{i}", "p", 1, "x")))
+    logs = sorted(p.name for p in Path(table_dir).rglob(".*.log.*"))
+    assert all(".log.1_" in n for n in logs), logs  # one log file per file group, appended to
