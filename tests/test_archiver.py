@@ -1,0 +1,248 @@
+"""Archival: what leaves the active timeline and what stays, the archive files as Hudi reads them, and
+tables that read and take writes as before. Plus the inline services keeping a long-running table
+within its bounds."""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+
+import fastavro
+import pytest
+from hudi_avsc import hudi_schema
+from model import Op
+from service_tables import CITIES, ModelWriter, hudi_rs_rows, options_for, our_rows, random_batch, to_table
+
+from ingest import services
+from ingest.hudi import archiver, avro_models, cleaner, compaction
+from ingest.hudi.instant import Action, State
+from ingest.hudi.log_block import BlockType, HeaderKey
+from ingest.hudi.log_reader import iter_log_blocks
+from ingest.hudi.service_settings import ServiceSettings
+from ingest.hudi.timeline import read_instant
+from ingest.index import bootstrap
+from ingest.write.batch import LocalEngine, incoming_avro_schema, open_table
+from ingest.write.commit import begin
+from ingest.write.plan import build_plan
+
+SMALL = {"hoodie.cleaner.commits.retained": "2", "hoodie.keep.min.commits": "4", "hoodie.keep.max.commits": "6",
+         "hoodie.commits.archival.batch": "3"}
+
+
+def small(**overrides: str) -> ServiceSettings:
+    return ServiceSettings.from_mapping({**SMALL, **overrides})
+
+
+def write_with_compactions(w: ModelWriter, n: int, every: int = 3, seed: int = 5, start: int = 0) -> None:
+    rng = random.Random(seed)
+    for i in range(start, start + n):
+        w.write(random_batch(rng, i, keys=8, size=4))
+        if (i + 1) % every == 0:
+            compaction.execute(w.table, compaction.schedule(w.table, small().compaction, force=True))
+
+
+def die_before_commit(w: ModelWriter, ops: list[Op]) -> str:
+    options = options_for(w.path)
+    data = to_table(ops)
+    engine = LocalEngine()
+    table = open_table(options, data.schema)
+    prepared = engine.prepare(data, options, table.config.precombine_field)
+    txn = begin(table, incoming_avro_schema(data.schema, options.table_name), "upsert")
+    plan = build_plan(txn, options)
+    bootstrap.ensure(table, txn.timeline, options, plan.ordering_type)
+    engine.run(plan, prepared)
+    return txn.instant_time
+
+
+def test_archives_down_to_min_commits_as_a_prefix(tmp_path):
+    path = tmp_path / "t"
+    w = ModelWriter(path)
+    write_with_compactions(w, 12)
+    before = w.table.timeline()
+    commits = before.completed(*archiver.COMMIT_ACTIONS)
+    assert len(commits) > 6
+    result = archiver.archive(w.table, small())
+    after = w.table.timeline()
+    kept = after.completed(*archiver.COMMIT_ACTIONS)
+    # Down to keep.min.commits, unless the compaction trigger needs more (from the last compaction on).
+    last_compaction = compaction.earliest_instant_to_retain(before, small().compaction)
+    assert len(kept) == 4 or (len(kept) > 4 and kept[0].timestamp == last_compaction)
+    assert result.archived and max(result.archived) < min(i.timestamp for i in after)
+    assert result.archived == tuple(i.timestamp for i in before if i.timestamp <= max(result.archived))
+    assert [i.timestamp for i in after] == [i.timestamp for i in before if i.timestamp > max(result.archived)]
+    assert result.file == ".hoodie/archived/.commits_.archive.1_1-0-1"
+    assert our_rows(path) == w.expected()
+    assert sorted(hudi_rs_rows(path)) == sorted(w.expected())
+    assert archiver.archive(w.table, small()).archived == ()  # within bounds now
+
+
+def test_archive_file_is_hudis_log_of_archived_meta_entries(tmp_path):
+    w = ModelWriter(tmp_path / "t")
+    write_with_compactions(w, 12)
+    result = archiver.archive(w.table, small())
+    storage = w.table.storage
+    blocks = list(iter_log_blocks(storage, result.file))
+    assert blocks and all(b.block_type == BlockType.AVRO_DATA for b in blocks)
+    assert all([k for k, _ in b.header] == [HeaderKey.SCHEMA] for b in blocks), "Hudi's header: the schema only"
+    assert json.loads(blocks[0].schema)["name"] == "HoodieArchivedMetaEntry"
+    entries = archiver.read_archive_file(storage, result.file)
+    assert [len(archiver.read_archive_file(storage, result.file))] == [result.entries]
+    assert all(len(e) <= 3 for e in [entries[i:i + 3] for i in range(0, len(entries), 3)])
+    by_state = {(e["commitTime"], e["actionType"], e["actionState"]): e for e in entries}
+    assert len(by_state) == len(entries)
+    for ts in result.archived:
+        states = {(a, s) for (t, a, s) in by_state if t == ts}
+        assert states in ({("deltacommit", "REQUESTED"), ("deltacommit", "INFLIGHT"), ("deltacommit", "COMPLETED")},
+                          {("compaction", "REQUESTED"), ("compaction", "INFLIGHT"), ("commit", "COMPLETED")})
+    delta = next(e for e in entries if e["actionType"] == "deltacommit" and e["actionState"] == "COMPLETED")
+    assert delta["hoodieCommitMetadata"]["partitionToWriteStats"] and delta["hoodieCommitMetadata"]["compacted"] is False
+    stat = next(iter(delta["hoodieCommitMetadata"]["partitionToWriteStats"].values()))[0]
+    assert stat["logFiles"] and stat["prevCommit"] and stat["runtimeStats"] is not None
+    requested = next(e for e in entries if e["actionType"] == "deltacommit" and e["actionState"] == "REQUESTED")
+    assert requested["hoodieCommitMetadata"]["partitionToWriteStats"] == {}
+    assert requested["hoodieCommitMetadata"]["operationType"] == "UNKNOWN"
+    plan = next(e for e in entries if e["actionType"] == "compaction" and e["actionState"] == "REQUESTED")
+    assert plan["hoodieCompactionPlan"]["operations"]
+    assert next(e for e in entries if e["actionType"] == "compaction" and e["actionState"] == "INFLIGHT")[
+        "hoodieCompactionPlan"] is None
+    done = next(e for e in entries if e["actionType"] == "commit")
+    assert done["hoodieCommitMetadata"]["compacted"] is True
+    assert done["hoodieCommitMetadata"]["operationType"] == "COMPACT"
+
+
+def test_entries_read_with_hudis_schema(tmp_path):
+    w = ModelWriter(tmp_path / "t")
+    rng = random.Random(3)
+    w.write(random_batch(rng, 0))
+    die_before_commit(w, random_batch(rng, 1))
+    write_with_compactions(w, 6, start=2)        # the first of these rolls the failed write back
+    cleaner.clean(w.table, small().clean, force=True)
+    write_with_compactions(w, 6, start=8)
+    cleaner.clean(w.table, small().clean, force=True)  # moves the cleaning horizon past the first clean
+    write_with_compactions(w, 3, start=14)
+    assert w.table.timeline().completed(Action.ROLLBACK) and len(w.table.timeline().completed(Action.CLEAN)) == 2
+    result = archiver.archive(w.table, small())
+    kinds = {(e["actionType"], e["actionState"]) for e in archiver.read_archive_file(w.table.storage, result.file)}
+    assert {("rollback", "COMPLETED"), ("clean", "COMPLETED"), ("clean", "REQUESTED")} <= kinds
+    schema = hudi_schema("HoodieArchivedMetaEntry")
+    if schema is None:
+        # Without Hudi's files: the field list verified against HoodieArchivedMetaEntry.avsc (0.14).
+        assert [f["name"] for f in avro_models.ARCHIVED_META_ENTRY["fields"]] == [
+            "hoodieCommitMetadata", "hoodieCleanMetadata", "hoodieCompactionMetadata", "hoodieRollbackMetadata",
+            "hoodieSavePointMetadata", "commitTime", "actionType", "version", "hoodieCompactionPlan",
+            "hoodieCleanerPlan", "actionState", "hoodieReplaceCommitMetadata", "hoodieRequestedReplaceMetadata",
+            "HoodieInflightReplaceMetadata", "hoodieIndexCommitMetadata"]
+        schema = avro_models.ARCHIVED_META_ENTRY
+    entries = archiver.read_archive_file(w.table.storage, result.file, schema)
+    rollback = next(e for e in entries if e["actionType"] == "rollback" and e["actionState"] == "COMPLETED")
+    assert rollback["hoodieRollbackMetadata"]["commitsRollback"]
+    clean = next(e for e in entries if e["actionType"] == "clean" and e["actionState"] == "COMPLETED")
+    assert clean["hoodieCleanMetadata"]["totalFilesDeleted"] >= 0
+    assert next(e for e in entries if e["actionType"] == "clean" and e["actionState"] == "REQUESTED")[
+        "hoodieCleanerPlan"]["policy"] == "KEEP_LATEST_COMMITS"
+    rollback_schema = hudi_schema("HoodieRollbackMetadata")
+    if rollback_schema is not None:
+        instant = w.table.timeline().completed(Action.ROLLBACK)
+        data = read_instant(w.table.storage, instant[-1]) if instant else None
+        for raw in filter(None, [data]):
+            meta = next(iter(fastavro.reader(io.BytesIO(raw), reader_schema=fastavro.parse_schema(rollback_schema))))
+            assert meta["instantsRollback"]
+
+
+def test_never_archives_past_a_pending_instant(tmp_path):
+    w = ModelWriter(tmp_path / "t")
+    write_with_compactions(w, 4)
+    rng = random.Random(8)
+    w.write(random_batch(rng, 10))
+    pending = compaction.schedule(w.table, small().compaction, force=True)
+    for i in range(11, 20):
+        w.write(random_batch(rng, i))
+    timeline = w.table.timeline()
+    result = archiver.archive(w.table, small())
+    assert all(ts < pending for ts in result.archived)
+    before_pending = [c.timestamp for c in timeline.completed(*archiver.COMMIT_ACTIONS) if c.timestamp < pending]
+    assert before_pending[-1] not in result.archived, "a completed commit before the pending one stays"
+    assert w.table.timeline().get(pending).state is State.REQUESTED
+    compaction.execute(w.table, pending)
+    assert our_rows(tmp_path / "t") == w.expected()
+
+
+def test_pending_clean_and_compaction_trigger_bound_archival(tmp_path):
+    w = ModelWriter(tmp_path / "t")
+    write_with_compactions(w, 6)
+    pending_clean = cleaner.schedule(w.table, small().clean, force=True)
+    assert pending_clean is not None
+    write_with_compactions(w, 9, start=6)
+    result = archiver.archive(w.table, small())
+    assert all(ts < pending_clean for ts in result.archived)
+    cleaner.clean(w.table, small().clean)
+    horizon = archiver._clean_horizon(w.table, w.table.timeline())
+    write_with_compactions(w, 6, start=15)
+    archiver.archive(w.table, small())
+    assert w.table.timeline().get(horizon) is not None, "the last clean's horizon stays for incremental cleaning"
+    # Without compactions, enough delta commits stay for the NUM_COMMITS trigger to fire.
+    w2 = ModelWriter(tmp_path / "u")
+    rng = random.Random(1)
+    for i in range(12):
+        w2.write(random_batch(rng, i))
+    settings = small(**{"hoodie.compact.inline.max.delta.commits": "8"})
+    archiver.archive(w2.table, settings)
+    assert len(w2.table.timeline().completed(Action.DELTA_COMMIT)) == 8
+
+
+def test_writer_continues_after_archival_without_duplicates(tmp_path):
+    path = tmp_path / "t"
+    w = ModelWriter(path)
+    rng = random.Random(12)
+    for i in range(12):
+        w.write(random_batch(rng, i, keys=6))
+    settings = small(**{"hoodie.compact.inline.max.delta.commits": "2"})
+    assert archiver.archive(w.table, settings).archived
+    first = w.table.timeline().instants[0].timestamp
+    # Update every key written before the archived horizon: the key index must still know them.
+    for i in range(12, 16):
+        w.write([Op(f"key-{k}", CITIES[k % 3], i, False, {"fare": float(i)}) for k in range(6)])
+    assert our_rows(path) == w.expected()
+    rs = hudi_rs_rows(path)
+    assert sorted(rs) == sorted(w.expected()) and len(rs) == len(set(rs))
+    assert w.table.timeline().instants[0].timestamp == first
+
+
+def test_archived_before_timeline_start_counts_as_committed(tmp_path):
+    path = tmp_path / "t"
+    w = ModelWriter(path)
+    rng = random.Random(2)
+    for i in range(10):
+        w.write(random_batch(rng, i))  # log files whose slices began at instants about to be archived
+    archiver.archive(w.table, small(**{"hoodie.compact.inline.max.delta.commits": "1"}))
+    timeline = w.table.timeline()
+    first = timeline.first_write_timestamp
+    old = [s for s in w.table.view().latest_file_slices() if s.base_instant < first]
+    assert old, "some slices began before the active timeline"
+    assert our_rows(path) == w.expected()
+
+
+@pytest.mark.slow
+def test_inline_services_keep_a_long_stream_within_bounds(tmp_path):
+    path = tmp_path / "t"
+    w = ModelWriter(path, buckets=2)
+    settings = ServiceSettings.from_mapping({"hoodie.compact.inline": "true"})
+    rng = random.Random(21)
+    sizes = []
+    for i in range(60):
+        w.write(random_batch(rng, i, keys=20, size=6))
+        run = services.run_inline_services(w.table, settings)
+        timeline = w.table.timeline()
+        commits = timeline.completed(*archiver.COMMIT_ACTIONS)
+        assert len(commits) <= settings.archive.max_commits + 1, f"batch {i}: {len(commits)} commits active"
+        slices = [len(g.slices) for g in w.table.view().file_groups()]
+        sizes.append((len(timeline), max(slices)))
+        if run.compacted:
+            assert run.scheduled_compaction in run.compacted
+    assert max(n for _, n in sizes) <= 12, "cleaning bounds the slices kept per file group"
+    assert max(n for n, _ in sizes[30:]) <= 2 * settings.archive.max_commits
+    assert archiver.read_archived_timeline(w.table.storage)
+    assert our_rows(path) == w.expected()
+    rs = hudi_rs_rows(path)
+    assert sorted(rs) == sorted(w.expected()) and len(rs) == len(set(rs))
