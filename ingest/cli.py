@@ -13,7 +13,7 @@ import sys
 from ingest import __version__
 from ingest.errors import IngestError
 
-COMMAND_MODULES: tuple[str, ...] = ("ingest.commands.inspect", "ingest.commands.config")
+COMMAND_MODULES: tuple[str, ...] = ("ingest.commands.inspect", "ingest.commands.config", "ingest.commands.services")
 
 
 def build_parser() -> argparse.ArgumentParser:

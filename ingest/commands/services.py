@@ -1,0 +1,103 @@
+"""`ingest compact | clean | archive | rollback`: run one table service on a table now.
+
+Settings are Hudi's keys (`--set hoodie.cleaner.commits.retained=5`, repeatable) over Hudi's defaults.
+Scheduling, cleaning, archiving and rolling back take the table's writer lease, so they refuse to run
+while a writer holds it (a running writer does them inline); executing a planned compaction does not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from ingest import services
+from ingest.errors import ConfigError
+from ingest.hudi.service_settings import ServiceSettings
+
+
+def parse_sets(pairs: Sequence[str] | None) -> dict[str, str]:
+    out = {}
+    for pair in pairs or ():
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--set takes KEY=VALUE, got {pair!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _settings(args: argparse.Namespace) -> ServiceSettings:
+    return ServiceSettings.from_mapping(parse_sets(args.set), source="--set")
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--set", action="append", metavar="KEY=VALUE",
+                        help="a Hudi setting (hoodie.*), repeatable; Hudi's defaults otherwise")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("compact", help="schedule and execute compaction of a table",
+                              description="Schedule a compaction of every file slice with log files (under the "
+                                          "writer lease) and execute pending compactions.")
+    p.add_argument("--path", required=True, help="the table's base path or URL")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--schedule-only", action="store_true", help="only write the plan")
+    mode.add_argument("--execute", metavar="INSTANT", help="only execute this planned compaction")
+    _add_common(p)
+    p.set_defaults(func=run_compact)
+
+    p = subparsers.add_parser("clean", help="delete file slices no retained commit needs",
+                              description="Finish interrupted cleans, then clean by hoodie.cleaner.policy.")
+    p.add_argument("--path", required=True, help="the table's base path or URL")
+    _add_common(p)
+    p.set_defaults(func=run_clean)
+
+    p = subparsers.add_parser("archive", help="move old instants to the archived timeline",
+                              description="Archive completed instants beyond hoodie.keep.max.commits.")
+    p.add_argument("--path", required=True, help="the table's base path or URL")
+    _add_common(p)
+    p.set_defaults(func=run_archive)
+
+    p = subparsers.add_parser("rollback", help="roll back a pending write",
+                              description="Roll back a write that never completed (completed ones are refused).")
+    p.add_argument("path", metavar="PATH", help="the table's base path or URL")
+    p.add_argument("instant", metavar="INSTANT", help="the pending instant time")
+    p.set_defaults(func=run_rollback)
+
+
+def run_compact(args: argparse.Namespace) -> int:
+    table = services.open_table(args.path)
+    result = services.compact(table, _settings(args), instant=args.execute, execute=not args.schedule_only)
+    if result.note:
+        print(result.note, file=sys.stderr)
+    print(f"scheduled: {result.scheduled or '-'}")
+    print(f"executed: {', '.join(result.executed) or '-'}")
+    return 0
+
+
+def run_clean(args: argparse.Namespace) -> int:
+    table = services.open_table(args.path)
+    results = services.clean(table, _settings(args))
+    for r in results:
+        print(f"clean {r.instant}: {len(r.deleted)} file(s) deleted, {len(r.failed)} already gone")
+    if not results:
+        print("nothing to clean")
+    return 0
+
+
+def run_archive(args: argparse.Namespace) -> int:
+    table = services.open_table(args.path)
+    result = services.archive(table, _settings(args))
+    if result.archived:
+        print(f"archived {len(result.archived)} instant(s) {result.archived[0]}..{result.archived[-1]}"
+              f" into {result.file or '(entries already archived)'}")
+    else:
+        print("nothing to archive")
+    return 0
+
+
+def run_rollback(args: argparse.Namespace) -> int:
+    table = services.open_table(args.path)
+    done = services.rollback_instant(table, args.instant)
+    print(f"rolled back {args.instant} ({done.timestamp}.rollback)")
+    return 0

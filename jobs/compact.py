@@ -1,0 +1,53 @@
+"""spark-submit entry point: compact a table, the operations running on executors.
+
+    spark-submit jobs/compact.py --path s3://bucket/table [--schedule-only | --execute INSTANT]
+                                 [--set hoodie.compaction.strategy=LogFileNumBasedCompactionStrategy]
+
+Without `--execute`, a compaction of every slice with log files is scheduled under the writer lease
+(skipped, with a note, while a writer holds it: that writer schedules inline) and every pending
+compaction is executed, oldest first. The driver writes plans and commits; executors write base files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from ingest import services
+from ingest.commands.services import parse_sets
+from ingest.errors import IngestError
+from ingest.hudi.service_settings import ServiceSettings
+from ingest.spark.compaction import SparkCompactionRunner
+from ingest.spark.session import get_or_create
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="compact", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--path", required=True)
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--schedule-only", action="store_true")
+    mode.add_argument("--execute", metavar="INSTANT")
+    parser.add_argument("--set", action="append", metavar="KEY=VALUE")
+    parser.add_argument("--local-below-mb", type=float, default=256.0,
+                        help="plans with less estimated IO run in the driver (default 256)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        settings = ServiceSettings.from_mapping(parse_sets(args.set), source="--set")
+        table = services.open_table(args.path)
+        spark = get_or_create(app_name="ingest-compact")
+        runner = SparkCompactionRunner(spark, args.local_below_mb)
+        result = services.compact(table, settings, instant=args.execute, execute=not args.schedule_only,
+                                  runner=runner)
+    except IngestError as e:
+        print(f"compact: error: {e}", file=sys.stderr)
+        return 1
+    if result.note:
+        print(result.note, file=sys.stderr)
+    print(f"scheduled: {result.scheduled or '-'}; executed: {', '.join(result.executed) or '-'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
