@@ -13,7 +13,12 @@ import sys
 from ingest import __version__
 from ingest.errors import IngestError
 
-COMMAND_MODULES: tuple[str, ...] = ("ingest.commands.inspect", "ingest.commands.config", "ingest.commands.services")
+COMMAND_MODULES: tuple[str, ...] = (
+    "ingest.commands.inspect",
+    "ingest.commands.read",
+    "ingest.commands.config",
+    "ingest.commands.services",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -7,17 +7,13 @@
 from __future__ import annotations
 
 import argparse
-import base64
-import datetime as dt
-import decimal
 import json
-import math
 import os
 import sys
-import uuid
 from collections.abc import Iterator
 from typing import Any, TextIO
 
+from ingest.commands.render import json_safe
 from ingest.errors import SchemaEvolutionError, UnsupportedTable
 from ingest.hudi.delete_block import DeleteRecord
 from ingest.hudi.log_block import FRAME_PREFIX, MAGIC, BlockType, HeaderKey, LogBlock
@@ -36,6 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=lambda args: _usage(parser))
     inner = parser.add_subparsers(dest="inspect_command", metavar="WHAT")
     register_log(inner)
+    register_table(inner)
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:
@@ -91,27 +88,6 @@ def _inspected(storage: Storage, name: str) -> Iterator[tuple[LogBlock, DecodedB
 
 
 # -- JSON -----------------------------------------------------------------------------------------
-
-
-def json_safe(value: Any) -> Any:
-    """A value as plain JSON: bytes base64, decimals as strings, dates and times ISO."""
-    if value is None or isinstance(value, (bool, int, str)):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return base64.b64encode(bytes(value)).decode("ascii")
-    if isinstance(value, decimal.Decimal):
-        return str(value)
-    if isinstance(value, (dt.datetime, dt.date, dt.time)):
-        return value.isoformat()
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    return str(value)
 
 
 def _delete_json(d: DeleteRecord) -> dict[str, Any]:
@@ -253,4 +229,82 @@ def run_log(args: argparse.Namespace) -> int:
     except OSError as e:
         print(f"ingest: error: cannot read {args.file}: {e}", file=sys.stderr)
         return 1
+    return 0
+
+
+# -- tables ---------------------------------------------------------------------------------------
+
+
+def register_table(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "table",
+        help="print a table's properties, timeline, pending services and file groups",
+        description="Print a Hudi table's properties, timeline (instant, action, state), pending table "
+                    "services, partitions, and file groups with their file slices.",
+    )
+    parser.add_argument("path", metavar="PATH", help="table base path: a local path or an fsspec URL")
+    parser.add_argument("--json", action="store_true", help="one JSON object")
+    parser.set_defaults(func=run_table)
+
+
+def table_report(path: str) -> dict[str, Any]:
+    """Everything `inspect table` shows, as plain data."""
+    from ingest.hudi.table import HudiTable
+    from ingest.services import pending_services
+
+    table = HudiTable.open(path)
+    timeline = table.timeline()
+    view = table.view(timeline)
+    groups = []
+    for group in view.groups:
+        groups.append({
+            "partition": group.partition_path,
+            "file_id": group.file_id,
+            "slices": [{
+                "base_instant": s.base_instant,
+                "base_file": {"name": s.base_file.name.name, "size": s.base_file.size} if s.base_file else None,
+                "log_files": [{"name": lf.name.name, "size": lf.size} for lf in s.log_files],
+            } for s in group.slices],
+        })
+    return {
+        "path": table.base_url,
+        "properties": dict(table.config.props),
+        "timeline": [{"instant": i.timestamp, "action": i.action.value, "state": i.state.value,
+                      "completion_time": i.completion_time} for i in timeline],
+        "pending_services": [p.__dict__ for p in pending_services(table)],
+        "partitions": list(view.partitions),
+        "file_groups": groups,
+    }
+
+
+def run_table(args: argparse.Namespace) -> int:
+    report = table_report(args.path)
+    out = sys.stdout
+    if args.json:
+        out.write(json.dumps(json_safe(report), ensure_ascii=False) + "\n")
+        return 0
+    from ingest.commands.render import text_table
+
+    out.write(f"table {report['path']}\n\nproperties\n")
+    for key, value in report["properties"].items():
+        out.write(f"  {key}={value if len(value) < 120 else value[:117] + '...'}\n")
+    out.write(f"\ntimeline ({len(report['timeline'])} instants)\n")
+    text_table(out, ["instant", "action", "state"],
+               ([i["instant"], i["action"], i["state"]] for i in report["timeline"]))
+    out.write(f"\npending services ({len(report['pending_services'])})\n")
+    if report["pending_services"]:
+        text_table(out, ["instant", "action", "state", "items", "description"],
+                   ([p["instant"], p["action"], p["state"], p["items"], p["description"]]
+                    for p in report["pending_services"]), max_width=70)
+    out.write(f"\npartitions ({len(report['partitions'])}): {', '.join(report['partitions']) or '(none)'}\n")
+    out.write(f"\nfile groups ({len(report['file_groups'])})\n")
+    rows = []
+    for g in report["file_groups"]:
+        for s in g["slices"]:
+            base = s["base_file"]
+            rows.append([g["partition"], g["file_id"], s["base_instant"],
+                         f"{base['name']} ({base['size']} B)" if base else "-",
+                         len(s["log_files"]), sum(lf["size"] for lf in s["log_files"])])
+    text_table(out, ["partition", "file group", "slice", "base file", "log files", "log bytes"], rows,
+               max_width=60)
     return 0

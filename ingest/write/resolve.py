@@ -45,6 +45,25 @@ def _np(arr) -> np.ndarray:
     return np.asarray(arr.to_numpy(zero_copy_only=False))
 
 
+ROW = "_ingest_resolve_row"
+
+
+def join_rows(left: pa.Table, keys: list[str], right: pa.Table, right_columns: tuple[str, ...],
+              join_type: str = "left outer") -> pa.Table:
+    """`left` joined with `right` on `keys`, bringing `right_columns` over.
+
+    Only the keys and a row number go through the hash join (it cannot carry every Arrow type, e.g.
+    maps); the left rows are then taken whole.
+    """
+    index = left.select(keys).append_column(ROW, pa.array(np.arange(left.num_rows, dtype=np.int64)))
+    matched = index.join(right.select(keys + list(right_columns)), keys=keys, join_type=join_type,
+                         use_threads=False)
+    out = left.take(matched.column(ROW))
+    for name in right_columns:
+        out = out.append_column(name, matched.column(name))
+    return out
+
+
 def resolve(
     combined: pa.Table,
     state: pa.Table,
@@ -57,13 +76,13 @@ def resolve(
     renamed = renamed.rename_columns([KEY, S_PARTITION, S_FILE_ID, S_ORDERING, S_DELETED])
     if not global_scope:
         renamed = renamed.append_column(PARTITION, renamed.column(S_PARTITION))
+    state_columns = (S_PARTITION, S_FILE_ID, S_ORDERING, S_DELETED)
     if combined.num_rows == 0:
         joined = combined
-        for name, typ in ((S_PARTITION, pa.string()), (S_FILE_ID, pa.string()),
-                          (S_ORDERING, renamed.schema.field(S_ORDERING).type), (S_DELETED, pa.bool_())):
-            joined = joined.append_column(name, pa.nulls(0, typ))
+        for name in state_columns:
+            joined = joined.append_column(name, pa.nulls(0, renamed.schema.field(name).type))
     else:
-        joined = combined.join(renamed, keys=join_keys, join_type="left outer", use_threads=False)
+        joined = join_rows(combined, join_keys, renamed, state_columns)
 
     n = joined.num_rows
     has_state = _np(pc.is_valid(joined.column(S_FILE_ID))).astype(bool) if n else np.zeros(0, bool)

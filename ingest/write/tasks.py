@@ -31,7 +31,7 @@ from ingest.index import key_state as ks
 from ingest.write import precombine as pcb
 from ingest.write.file_group_writer import IS_UPDATE, TaskIdentity, write_file_group
 from ingest.write.plan import WritePlan
-from ingest.write.resolve import FILE_ID, resolve, state_changes
+from ingest.write.resolve import FILE_ID, join_rows, resolve, state_changes
 
 BUCKET = "_ingest_bucket"
 SHARD = "_ingest_shard"
@@ -155,9 +155,14 @@ def _bucket_tombstones(plan: WritePlan, records: pa.Table, load) -> pa.Table:
     seen = known.select([pcb.KEY, pcb.PARTITION])
     places.append(pa.table([seen.column(0), seen.column(1)], names=[pcb.KEY, "_ingest_place"]))
     targets = pa.concat_tables(places, promote_options="permissive").group_by([pcb.KEY, "_ingest_place"]).aggregate([])
-    joined = lost.drop_columns([pcb.PARTITION]).join(targets, keys=[pcb.KEY], join_type="inner", use_threads=False)
-    joined = joined.rename_columns([pcb.PARTITION if c == "_ingest_place" else c for c in joined.column_names])
-    return pa.concat_tables([known, joined.select(lost.column_names).cast(lost.schema)])
+    return pa.concat_tables([known, _place(lost, targets)])
+
+
+def _place(lost: pa.Table, places: pa.Table) -> pa.Table:
+    """Copies of partition-less rows, one per (key, partition) in `places` (`_ingest_place`)."""
+    joined = join_rows(lost, [pcb.KEY], places, ("_ingest_place",), join_type="inner")
+    index = joined.schema.get_field_index(pcb.PARTITION)
+    return joined.set_column(index, pcb.PARTITION, joined.column("_ingest_place")).drop_columns(["_ingest_place"])
 
 
 def bucket_task(plan: WritePlan, records: pa.Table, task: TaskIdentity) -> TaskResult:
@@ -222,9 +227,7 @@ def _expand_unknown_partitions(group: pa.Table, state: pa.Table) -> pa.Table:
         pa.table([seen.column(0), seen.column(1)], names=names),
     ], promote_options="permissive")
     places = places.group_by([pcb.KEY, "_ingest_place"]).aggregate([])
-    joined = lost.drop_columns([pcb.PARTITION]).join(places, keys=[pcb.KEY], join_type="inner", use_threads=False)
-    joined = joined.rename_columns([pcb.PARTITION if c == "_ingest_place" else c for c in joined.column_names])
-    return pa.concat_tables([group.filter(pc.invert(unknown)), joined.select(lost.column_names).cast(lost.schema)])
+    return pa.concat_tables([group.filter(pc.invert(unknown)), _place(lost, places)])
 
 
 def tag(plan: WritePlan, records: pa.Table, schema: pa.Schema) -> tuple[pa.Table, dict[str, int]]:
