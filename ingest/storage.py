@@ -9,6 +9,10 @@ on two guarantees whatever the backend:
 
 Appending is offered only where the file system really appends (`can_append`); object stores
 never append, so writers roll over to a new file there instead.
+
+On local disks, files reach the operating system when a write returns, which survives the writer's
+process dying at any point. Surviving the machine losing power needs `fsync` as well: storage option
+`fsync: true` turns it on (it costs a disk flush per file).
 """
 
 from __future__ import annotations
@@ -45,7 +49,9 @@ class Storage:
     def __init__(self, base_url: str, options: Mapping[str, Any] | None = None):
         self.base_url = str(base_url).rstrip("/") or "/"
         self.options: dict[str, Any] = dict(options or {})
-        self.fs, root = fsspec.core.url_to_fs(self.base_url, **self.options)
+        fs_options = {k: v for k, v in self.options.items() if k != "fsync"}
+        self.fsync = bool(self.options.get("fsync", False))
+        self.fs, root = fsspec.core.url_to_fs(self.base_url, **fs_options)
         self.root = root.rstrip("/") if root not in ("/", "") else root
         self.is_local = isinstance(self.fs, LocalFileSystem)
 
@@ -148,6 +154,11 @@ class Storage:
 
     # -- writes ---------------------------------------------------------------------------------
 
+    def _sync(self, f) -> None:
+        f.flush()
+        if self.fsync:
+            os.fsync(f.fileno())
+
     def write(self, rel: str, data: bytes, *, crash_point: str | None = None) -> None:
         """Replace `rel` with `data` atomically (readers never see a partial file).
 
@@ -162,8 +173,7 @@ class Storage:
             try:
                 with open(tmp, "wb") as f:
                     f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
+                    self._sync(f)
                 if crash_point:
                     faults.crash_point(crash_point)
                 os.replace(tmp, full)
@@ -189,8 +199,7 @@ class Storage:
             try:
                 with open(tmp, "wb") as f:
                     f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
+                    self._sync(f)
                 try:
                     os.link(tmp, full)
                 except FileExistsError:
@@ -216,8 +225,7 @@ class Storage:
         os.makedirs(os.path.dirname(full), exist_ok=True)
         with open(full, "ab") as f:
             f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+            self._sync(f)
             return f.tell()
 
     def truncate(self, rel: str, size: int) -> None:
@@ -232,8 +240,7 @@ class Storage:
         full = self.full_path(rel)
         with open(full, "r+b") as f:
             f.truncate(size)
-            f.flush()
-            os.fsync(f.fileno())
+            self._sync(f)
 
     def delete(self, rel: str) -> bool:
         """Remove a file; False if it was already gone."""

@@ -520,16 +520,9 @@ def _record_key_error(field: str, value: str | None) -> str:
     return f'recordKey value: "{shown}" for field: "{field}" cannot be null or empty.'
 
 
-def compute_keys(batch: pa.RecordBatch, spec: KeyGeneratorSpec) -> KeyColumns:
-    """Record key and partition path of every row; rows that cannot be keyed get an error instead.
-
-    Never raises for a bad record (null key, unparseable time, unsafe partition path); raises
-    ConfigError only when the batch's schema cannot be keyed at all (missing or unkeyable field).
-    """
-    length = batch.num_rows
-    errors: dict[int, str] = {}
+def _record_keys(batch: pa.RecordBatch, spec: KeyGeneratorSpec, errors: dict[int, str]) -> pa.Array:
+    """Record key of every row; rows whose key cannot be computed get an entry in `errors`."""
     render = dict(consistent_logical_timestamp=spec.consistent_logical_timestamp, jvm_zone=spec.jvm_zone)
-
     key_parts = []
     for field in spec.record_key_fields:
         strings, problems = java_strings(field_values(batch, field), field, **render)
@@ -555,6 +548,30 @@ def compute_keys(batch: pa.RecordBatch, spec: KeyGeneratorSpec) -> KeyColumns:
         for row in np.flatnonzero(bad.to_numpy(zero_copy_only=False)).tolist():
             errors.setdefault(row, f'recordKey values: "{record_keys[row].as_py()}" for fields: [{fields}] '
                                    "cannot be entirely null or empty.")
+    return record_keys
+
+
+def compute_record_keys(batch: pa.RecordBatch, spec: KeyGeneratorSpec) -> pa.Array:
+    """Only the record keys (null where a row has none): what routing by key needs."""
+    errors: dict[int, str] = {}
+    keys = _record_keys(batch, spec, errors)
+    if not errors:
+        return keys
+    failed = np.zeros(batch.num_rows, dtype=bool)
+    failed[list(errors)] = True
+    return pc.if_else(pa.array(failed), pa.scalar(None, pa.string()), keys)
+
+
+def compute_keys(batch: pa.RecordBatch, spec: KeyGeneratorSpec) -> KeyColumns:
+    """Record key and partition path of every row; rows that cannot be keyed get an error instead.
+
+    Never raises for a bad record (null key, unparseable time, unsafe partition path); raises
+    ConfigError only when the batch's schema cannot be keyed at all (missing or unkeyable field).
+    """
+    length = batch.num_rows
+    errors: dict[int, str] = {}
+    render = dict(consistent_logical_timestamp=spec.consistent_logical_timestamp, jvm_zone=spec.jvm_zone)
+    record_keys = _record_keys(batch, spec, errors)
 
     levels = []
     for field in spec.partition_fields:

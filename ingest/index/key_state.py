@@ -15,8 +15,10 @@ When a shard accumulates deltas, the writer folds them into a new base segment.
 from __future__ import annotations
 
 import io
+import os
 import posixpath
 import re
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -110,6 +112,40 @@ class ShardState:
         return sum(1 for s in self.segments if s.kind == "delta")
 
 
+class _ShardCache:
+    """Shard states kept by a (long-lived) executor process between batches.
+
+    An entry is valid for exactly the segments it was built from; a later batch whose visible segments
+    extend them reads only the new ones. The segment a task just wrote is kept aside and adopted once
+    its instant turns out visible (committed), so a streaming writer rarely reads its own index back.
+    """
+
+    def __init__(self, budget_bytes: int):
+        self.budget = budget_bytes
+        self.entries: OrderedDict[tuple, tuple[tuple[Segment, ...], pa.Table]] = OrderedDict()
+        self.written: dict[tuple, tuple[Segment, pa.Table]] = {}
+        self.total = 0
+
+    def get(self, key: tuple) -> tuple[tuple[Segment, ...], pa.Table] | None:
+        entry = self.entries.get(key)
+        if entry is not None:
+            self.entries.move_to_end(key)
+        return entry
+
+    def put(self, key: tuple, segments: tuple[Segment, ...], table: pa.Table) -> None:
+        old = self.entries.pop(key, None)
+        if old is not None:
+            self.total -= old[1].nbytes
+        self.entries[key] = (segments, table)
+        self.total += table.nbytes
+        while self.total > self.budget and len(self.entries) > 1:
+            _, (_, dropped) = self.entries.popitem(last=False)
+            self.total -= dropped.nbytes
+
+
+_CACHE = _ShardCache(int(os.environ.get("INGEST_KEY_INDEX_CACHE_MB", "512")) * 1024 * 1024)
+
+
 class KeyStateStore:
     """Reads and writes shard segments through `Storage`."""
 
@@ -119,15 +155,40 @@ class KeyStateStore:
         self.global_scope = global_scope
         self.schema = state_schema(ordering_type)
 
+    def _cache_key(self, shard: str) -> tuple:
+        return (self.storage.base_url, shard, self.global_scope)
+
     def load(self, shard: str, is_visible: Callable[[str], bool]) -> ShardState:
         segments = [s for s in list_segments(self.storage, shard) if is_visible(s.instant)]
         bases = [s for s in segments if s.kind == "base"]
         if bases:
             latest_base = bases[-1]
             segments = [latest_base] + [s for s in segments if s.kind == "delta" and s.instant > latest_base.instant]
-        tables = [self._conform(_read(self.storage, s)) for s in segments]
-        table = pa.concat_tables(tables) if tables else self.schema.empty_table()
-        return ShardState(shard, _latest_per_identity(table, self.global_scope), tuple(segments))
+        wanted = tuple(segments)
+        key = self._cache_key(shard)
+        table = self._from_cache(key, wanted)
+        if table is None:
+            tables = [self._conform(_read(self.storage, s)) for s in segments]
+            table = pa.concat_tables(tables) if tables else self.schema.empty_table()
+            table = _latest_per_identity(table, self.global_scope)
+        _CACHE.put(key, wanted, table)
+        return ShardState(shard, table, wanted)
+
+    def _from_cache(self, key: tuple, wanted: tuple[Segment, ...]) -> pa.Table | None:
+        written = _CACHE.written.pop(key, None)
+        cached = _CACHE.get(key)
+        if written is not None and wanted and wanted[-1] == written[0]:
+            if written[0].kind == "base" or (cached is not None and cached[0] == wanted[:-1]):
+                return written[1]
+        if cached is None or cached[1].schema != self.schema:
+            return None
+        have, table = cached
+        if have == wanted:
+            return table
+        if wanted[: len(have)] == have and all(s.kind == "delta" for s in wanted[len(have):]):
+            news = [self._conform(_read(self.storage, s)) for s in wanted[len(have):]]
+            return _latest_per_identity(pa.concat_tables([table, *news]), self.global_scope)
+        return None
 
     def _conform(self, table: pa.Table) -> pa.Table:
         if table.schema.equals(self.schema):
@@ -141,10 +202,13 @@ class KeyStateStore:
     def write(self, state: ShardState, changes: pa.Table, instant: str) -> Segment:
         """Write this instant's changes to the shard, folding deltas into a base when there are many."""
         changes = self._conform(changes)
+        merged = _latest_per_identity(pa.concat_tables([state.table, changes]), self.global_scope)
         if state.deltas_since_base + 1 > MAX_DELTAS:
-            merged = _latest_per_identity(pa.concat_tables([state.table, changes]), self.global_scope)
-            return self._put(Segment(state.shard, instant, "base"), merged)
-        return self._put(Segment(state.shard, instant, "delta"), changes)
+            segment = self._put(Segment(state.shard, instant, "base"), merged)
+        else:
+            segment = self._put(Segment(state.shard, instant, "delta"), changes)
+        _CACHE.written[self._cache_key(state.shard)] = (segment, merged)
+        return segment
 
     def write_base(self, shard: str, rows: pa.Table, instant: str) -> Segment:
         """A shard's complete state as of `instant` (index builds)."""
@@ -152,7 +216,7 @@ class KeyStateStore:
 
     def _put(self, segment: Segment, data: pa.Table) -> Segment:
         buf = io.BytesIO()
-        pq.write_table(data, buf, compression="zstd")
+        pq.write_table(data, buf, compression="snappy")
         self.storage.write(segment.path, buf.getvalue())
         return segment
 

@@ -1,10 +1,12 @@
 """The Spark sink: `df.writeStream.foreachBatch(HudiSink(options)).start()`, or `sink.write(df)`.
 
 Per micro-batch the driver begins the commit and plans it (`ingest.write.batch.write_batch`), and
-executors do all the work on records: `mapInArrow` prepares them (keys, partitions, deletes; bad
-records quarantined by the task that meets them, or the job fails naming one), routes them, and after
-one shuffle the task owning a bucket (in every partition: a tombstone does not know its partition) or
-a key shard and then a file group (key index) writes the files and the key state. Tasks return write stats only; no record reaches the driver.
+executors do all the work on records. A vectorized UDF computes each row's route (its bucket, or its
+key shard) from the record-key columns alone; the JVM shuffles whole rows by route; then the task
+owning a route prepares its rows (keys, partitions, deletes; bad records quarantined by that task, or
+the job fails naming one) and writes: for a bucket, in every partition (a tombstone does not know its
+partition), the file groups and the key state; for a key shard, tagged rows that a second shuffle
+brings to the task writing each file group. Tasks return write stats only; no record reaches the driver.
 Counters come back through accumulators.
 
 The same task functions run in the in-process writer, so a table written through Spark equals one
@@ -19,15 +21,20 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark import AccumulatorParam, StorageLevel, TaskContext
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.functions import arrow_udf
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
 from ingest.errors import BadRecordError
+from ingest.hudi.bucket_index import bucket_ids
 from ingest.hudi.commit_metadata import WriteStat
+from ingest.hudi.key_generator import compute_record_keys
 from ingest.storage import Storage
 from ingest.write import batch as batch_mod
 from ingest.write import precombine as pcb
@@ -41,6 +48,7 @@ from ingest.write.plan import WritePlan
 
 log = logging.getLogger(__name__)
 
+ROUTE = "_ingest_route"
 RESULT_SCHEMA = StructType.fromJson({"type": "struct", "fields": [
     {"name": "result", "type": "string", "nullable": False, "metadata": {}},
 ]})
@@ -147,83 +155,100 @@ class SparkEngine:
 
     def run(self, plan: WritePlan, prepared: PreparedFrame) -> tasks.TaskResult:
         counters = self.spark.sparkContext.accumulator({}, _Counters())
-        staged = self._stage(plan, prepared, counters)
+        routed = self._routed(plan, prepared)
         if plan.index_type is IndexType.BUCKET:
-            result = self._bucket(plan, staged)
+            result = self._bucket(plan, prepared, routed, counters)
         else:
-            result = self._key_index(plan, staged, counters)
+            result = self._key_index(plan, prepared, routed, counters)
         totals = dict(counters.value)
         self.offsets = totals.pop("_kafka_offsets", {}) or {}
         return tasks.TaskResult.merge([result, tasks.TaskResult(counts=totals)])
 
     # -- stages -----------------------------------------------------------------------------------
 
-    def _stage(self, plan: WritePlan, prepared: PreparedFrame, counters) -> DataFrame:
-        """Prepare and route records in the tasks that read them; bad ones never go further."""
+    def _routed(self, plan: WritePlan, prepared: PreparedFrame) -> DataFrame:
+        """The batch with its route (bucket or key shard), computed from the record-key columns alone.
+
+        Only those columns cross into Python here; the JVM then shuffles whole rows by route, and
+        the tasks after the shuffle do everything else.
+        """
+        spec = prepared.options.keygen
+        columns = sorted({f.split(".")[0] for f in spec.record_key_fields})
+
+        @arrow_udf("int")
+        def route(*arrays: pa.Array) -> pa.Array:
+            batch = pa.RecordBatch.from_arrays(list(arrays), names=columns)
+            keys = compute_record_keys(batch, spec)
+            if plan.index_type is IndexType.BUCKET:
+                ids = bucket_ids(pc.fill_null(keys, ""), plan.hash_fields, plan.bucket_count)
+            else:
+                ids = tasks.key_shards(pc.fill_null(keys, ""), plan.shards)
+            # Rows that cannot be keyed all go to route -1; the task that gets them reports them.
+            return pc.if_else(pc.is_null(keys), -1, pa.array(ids.astype(np.int32)))
+
+        return prepared.df.withColumn(ROUTE, route(*[F.col(c) for c in columns]))
+
+    def _prepare_fn(self, plan: WritePlan, prepared: PreparedFrame, counters):
+        """Prepare a task's rows (keys, deletes, conformed types); quarantine or fail on bad ones."""
         options = prepared.options
         ordering_field = prepared.ordering_field
         on_error = self.on_error
         quarantine_storage = self.quarantine
         batch_label = self.batch_label
-        arrow_in = to_arrow_schema(prepared.df.schema, timezone="UTC")
-        probe = rec.prepare(arrow_in.empty_table(), options.keygen, ordering_field=ordering_field,
-                            delete_flag_column=options.delete_flag_column)
-        routed_schema = tasks.route(plan, tasks.conform(plan, probe.records)).schema
-        spark_schema = from_arrow_schema(routed_schema)
 
-        def stage(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            table = _table(batches)
-            if table is None:
-                return
-            task = _task()
+        def prepare(table: pa.Table, task: TaskIdentity) -> pa.Table:
+            table = table.drop_columns([ROUTE])
             done = rec.prepare(table, options.keygen, ordering_field=ordering_field,
                                delete_flag_column=options.delete_flag_column,
                                all_deletes=options.operation is Operation.DELETE)
             seen: dict[str, Any] = {"rows_in": table.num_rows, "quarantined": done.errors.num_rows}
             if KAFKA_OFFSET in table.column_names and "_kafka_topic" in table.column_names:
-                offsets: dict[str, int] = {}
-                for topic, part, off in zip(table.column("_kafka_topic").to_pylist(),
-                                            table.column("_kafka_partition").to_pylist(),
-                                            table.column(KAFKA_OFFSET).to_pylist(), strict=True):
-                    if off is not None:
-                        k = f"{topic}:{part}"
-                        offsets[k] = max(offsets.get(k, off), off)
-                seen["_kafka_offsets"] = offsets
+                offsets = pa.table({"k": pc.binary_join_element_wise(
+                    table.column("_kafka_topic"), table.column("_kafka_partition").cast(pa.string()), ":"),
+                    "o": table.column(KAFKA_OFFSET)}).group_by("k").aggregate([("o", "max")])
+                seen["_kafka_offsets"] = dict(zip(offsets.column("k").to_pylist(),
+                                                  offsets.column("o_max").to_pylist(), strict=True))
             if done.errors.num_rows:
                 if on_error == "fail":
                     raise BadRecordError(f"{done.errors.num_rows} record(s) cannot be written; first: "
                                          f"{batch_mod.first_error(done.errors)}")
                 quarantine.write(quarantine_storage, done.errors, batch_label, f"{task.partition_id:05d}")
             counters.add(seen)
-            routed = tasks.route(plan, tasks.conform(plan, done.records))
-            yield from routed.select(routed_schema.names).cast(routed_schema).to_batches()
+            return tasks.route(plan, tasks.conform(plan, done.records))
 
-        return prepared.df.mapInArrow(stage, spark_schema)
+        return prepare
 
-    def _bucket(self, plan: WritePlan, staged: DataFrame) -> tasks.TaskResult:
+    def _bucket(self, plan: WritePlan, prepared: PreparedFrame, routed: DataFrame, counters) -> tasks.TaskResult:
+        prepare = self._prepare_fn(plan, prepared, counters)
+
         def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             table = _table(batches)
             if table is None:
                 return
-            yield _result_batch(tasks.bucket_task(plan, table, _task()))
+            task = _task()
+            yield _result_batch(tasks.bucket_task(plan, prepare(table, task), task))
 
-        shuffled = staged.repartition(self.parallelism, tasks.BUCKET)
+        shuffled = routed.repartition(self.parallelism, ROUTE)
         return _parse_results(shuffled.mapInArrow(write, RESULT_SCHEMA).collect())
 
-    def _key_index(self, plan: WritePlan, staged: DataFrame, counters) -> tasks.TaskResult:
-        routed_schema = to_arrow_schema(staged.schema, timezone="UTC")
-        tagged_arrow = tasks.tagged_schema(routed_schema, plan)
+    def _key_index(self, plan: WritePlan, prepared: PreparedFrame, routed: DataFrame, counters) -> tasks.TaskResult:
+        prepare = self._prepare_fn(plan, prepared, counters)
+        arrow_in = to_arrow_schema(prepared.df.schema, timezone="UTC")
+        probe = rec.prepare(arrow_in.empty_table(), prepared.options.keygen, ordering_field=prepared.ordering_field,
+                            delete_flag_column=prepared.options.delete_flag_column)
+        staged_schema = tasks.route(plan, tasks.conform(plan, probe.records)).schema
+        tagged_arrow = tasks.tagged_schema(staged_schema, plan)
 
         def tag(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             table = _table(batches)
             if table is None:
                 return
-            tagged, counts = tasks.tag(plan, table, tagged_arrow)
+            tagged, counts = tasks.tag(plan, prepare(table, _task()), tagged_arrow)
             counters.add(counts)
             yield from tagged.to_batches()
 
-        tagged = staged.repartition(self.parallelism, tasks.SHARD).mapInArrow(tag, from_arrow_schema(tagged_arrow))
-        tagged = tagged.persist(StorageLevel.MEMORY_AND_DISK)
+        shuffled = routed.repartition(self.parallelism, ROUTE)
+        tagged = shuffled.mapInArrow(tag, from_arrow_schema(tagged_arrow)).persist(StorageLevel.MEMORY_AND_DISK)
         try:
             new = tagged.where((F.col(tasks.KIND) == tasks.UPSERT) & F.col(tasks.FILE_ID).isNull())
             counts = {r[pcb.PARTITION]: r["count"] for r in new.groupBy(pcb.PARTITION).count().collect()}

@@ -14,10 +14,13 @@ before appending again, and the file ends up exactly as one successful attempt w
 from __future__ import annotations
 
 import posixpath
+import struct
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -25,7 +28,7 @@ from ingest.hudi import avro_encoder, markers
 from ingest.hudi import schema as avro
 from ingest.hudi.base_file import BaseFileOptions, encode_base_file
 from ingest.hudi.commit_metadata import NULL_COMMIT, RuntimeStats, WriteStat
-from ingest.hudi.data_block import avro_data_block
+from ingest.hudi.data_block import DATA_BLOCK_VERSION, avro_data_block
 from ingest.hudi.delete_block import NO_ORDERING_VALUE, DeleteRecord, delete_block
 from ingest.hudi.file_names import BaseFileName, LogFileName, make_write_token
 from ingest.hudi.log_block import encode_blocks
@@ -88,20 +91,29 @@ class WriteContext:
         return avro.to_json(self.writer_schema)
 
 
-def with_meta_columns(upserts: pa.Table, instant: str, partition_id: int, file_name: str) -> pa.Table:
-    """Fill the five `_hoodie_*` columns as Hudi's write handles do."""
+def with_meta_columns(upserts: pa.Table, instant: str, partition_id: int, file_names: Sequence[str],
+                      group_sizes: Sequence[int]) -> pa.Table:
+    """Fill the five `_hoodie_*` columns as Hudi's write handles do, for rows of consecutive groups.
+
+    Rows come group after group (`group_sizes`); each group is one file group: its records are
+    numbered from 0 in `_hoodie_commit_seqno` and carry its file name.
+    """
     n = upserts.num_rows
+    sizes = np.asarray(group_sizes, dtype=np.int64)
+    starts = np.repeat(np.cumsum(sizes) - sizes, sizes)
+    counter = np.arange(n, dtype=np.int64) - starts
     seq = pc.binary_join_element_wise(
-        pa.array([f"{instant}_{partition_id}_"] * n, pa.string()),
-        pa.array(range(n), pa.int64()).cast(pa.string()),
-        "",
+        pa.scalar(f"{instant}_{partition_id}_"), pa.array(counter).cast(pa.string()), "",
     ) if n else pa.array([], pa.string())
+    names = pa.DictionaryArray.from_arrays(
+        pa.array(np.repeat(np.arange(len(sizes), dtype=np.int32), sizes)), pa.array(list(file_names), pa.string()),
+    ).cast(pa.string()) if n else pa.array([], pa.string())
     meta = {
-        avro.COMMIT_TIME: pa.array([instant] * n, pa.string()),
+        avro.COMMIT_TIME: pa.array(np.full(n, instant, dtype=object), pa.string()) if n else pa.array([], pa.string()),
         avro.COMMIT_SEQNO: seq,
         avro.RECORD_KEY: upserts.column(KEY),
         avro.PARTITION_PATH: upserts.column(PARTITION),
-        avro.FILE_NAME: pa.array([file_name] * n, pa.string()),
+        avro.FILE_NAME: names,
     }
     out = upserts.drop_columns([c for c in avro.META_FIELDS if c in upserts.column_names])
     for name in reversed(avro.META_FIELDS):
@@ -134,17 +146,62 @@ def write_file_group(
     task: TaskIdentity,
 ) -> WriteStat:
     """Write the upserts and deletes of one file group; returns its write stat."""
-    started = time.monotonic()
-    if target.is_new and ctx.insert_mode is InsertMode.BASE and deletes.num_rows == 0:
-        return _write_base_file(ctx, target, upserts, task, started)
-    return _write_log(ctx, target, upserts, deletes, task, started)
+    return write_file_groups(ctx, [(target, upserts, deletes)], task)[0]
+
+
+def write_file_groups(
+    ctx: WriteContext,
+    groups: Sequence[tuple[FileGroupTarget, pa.Table, pa.Table]],
+    task: TaskIdentity,
+) -> list[WriteStat]:
+    """Write several file groups' upserts and deletes; the log groups' records are encoded in one pass."""
+    stats: list[WriteStat | None] = [None] * len(groups)
+    logs = []
+    for i, (target, upserts, deletes) in enumerate(groups):
+        if target.is_new and ctx.insert_mode is InsertMode.BASE and deletes.num_rows == 0:
+            stats[i] = _write_base_file(ctx, target, upserts, task, time.monotonic())
+        else:
+            logs.append(i)
+    if logs:
+        started = time.monotonic()
+        contents = _data_contents(ctx, [groups[i] for i in logs], task)
+        for i, content in zip(logs, contents, strict=True):
+            target, upserts, deletes = groups[i]
+            stats[i] = _write_log(ctx, target, upserts, deletes, content, task, started)
+    return [s for s in stats if s is not None]
+
+
+def _data_contents(ctx: WriteContext, groups: Sequence[tuple[FileGroupTarget, pa.Table, pa.Table]],
+                   task: TaskIdentity) -> list[bytes | None]:
+    """AVRO_DATA content per group (None where a group has no upserts), from one encoder pass."""
+    with_rows = [(t, u) for t, u, _ in groups if u.num_rows]
+    if not with_rows:
+        return [None] * len(groups)
+    rows = pa.concat_tables([u.select(with_rows[0][1].column_names) for _, u in with_rows])
+    rows = with_meta_columns(rows, ctx.instant, task.partition_id, [t.file_id for t, _ in with_rows],
+                             [u.num_rows for _, u in with_rows])
+    encoded = avro_encoder.encode_batch(_writer_columns(rows, ctx.writer_schema), ctx.writer_schema)
+    framed = memoryview(b"".join(bytes(b) for b in encoded.framed()))
+    offsets = np.asarray(encoded.offsets, dtype=np.int64) + 4 * np.arange(len(encoded) + 1, dtype=np.int64)
+    out: list[bytes | None] = []
+    row = 0
+    for _, upserts, _ in groups:
+        n = upserts.num_rows
+        if not n:
+            out.append(None)
+            continue
+        header = struct.pack(">ii", DATA_BLOCK_VERSION, n)
+        out.append(header + framed[int(offsets[row]):int(offsets[row + n])])
+        row += n
+    return out
 
 
 def _write_base_file(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Table,
                      task: TaskIdentity, started: float) -> WriteStat:
     name = BaseFileName(target.file_id, task.write_token, ctx.instant).name
     path = target.path(name)
-    rows = _writer_columns(with_meta_columns(upserts, ctx.instant, task.partition_id, name), ctx.writer_schema)
+    rows = _writer_columns(with_meta_columns(upserts, ctx.instant, task.partition_id, [name], [upserts.num_rows]),
+                           ctx.writer_schema)
     rows = rows.sort_by(avro.RECORD_KEY)
     data, stats = encode_base_file(rows, ctx.writer_schema, ctx.base_file_options, path=path)
     markers.create(ctx.storage, ctx.instant, target.partition_path, name, markers.IOType.CREATE)
@@ -163,14 +220,9 @@ def _write_base_file(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Tab
     )
 
 
-def _blocks(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Table, deletes: pa.Table,
-            task: TaskIdentity) -> bytes:
+def _blocks(ctx: WriteContext, target: FileGroupTarget, content: bytes | None, deletes: pa.Table) -> bytes:
     blocks = []
-    if upserts.num_rows:
-        rows = _writer_columns(with_meta_columns(upserts, ctx.instant, task.partition_id, target.file_id),
-                               ctx.writer_schema)
-        encoded = avro_encoder.encode_batch(rows, ctx.writer_schema)
-        content = avro_encoder.avro_data_block_content(encoded)
+    if content is not None:
         blocks.append(avro_data_block(ctx.instant, ctx.schema_json, content))
     if deletes.num_rows:
         keys = deletes.column(KEY).to_pylist()
@@ -181,9 +233,9 @@ def _blocks(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Table, delet
 
 
 def _write_log(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Table, deletes: pa.Table,
-               task: TaskIdentity, started: float) -> WriteStat:
+               content: bytes | None, task: TaskIdentity, started: float) -> WriteStat:
     storage = ctx.storage
-    data = _blocks(ctx, target, upserts, deletes, task)
+    data = _blocks(ctx, target, content, deletes)
     base_instant = target.base_instant or ctx.instant
     appended = False
     offset = 0

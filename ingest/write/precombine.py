@@ -46,11 +46,26 @@ def group_starts(table: pa.Table, columns: list[str]) -> np.ndarray:
     return starts
 
 
+def _all_distinct_without_tombstones(table: pa.Table, ordering_field: str | None) -> bool:
+    """The common case of large loads: nothing to combine, so nothing to sort."""
+    deletes = table.column(DELETE)
+    if pc.any(deletes).as_py():
+        if ordering_field is None:
+            return False
+        tombstones = pc.and_(deletes, pc.is_null(table.column(ordering_field)))
+        if pc.any(tombstones).as_py():
+            return False
+    # Distinct keys imply distinct (key, partition) identities.
+    return pc.count_distinct(table.column(KEY)).as_py() == table.num_rows
+
+
 def precombine(table: pa.Table, ordering_field: str | None, global_scope: bool) -> pa.Table:
     """One row per identity: the winning version (possibly a delete)."""
     if table.num_rows <= 1:
         return table
     ident = identity_columns(global_scope)
+    if _all_distinct_without_tombstones(table, ordering_field):
+        return table
     table = table.append_column(ROW, pa.array(np.arange(table.num_rows, dtype=np.int64)))
     by_source = table.take(pc.sort_indices(table, [(c, "ascending") for c in ident] + [(ORDER, "ascending"), (ROW, "ascending")]))
 

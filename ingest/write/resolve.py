@@ -64,6 +64,27 @@ def join_rows(left: pa.Table, keys: list[str], right: pa.Table, right_columns: t
     return out
 
 
+def _identity(table: pa.Table, keys: list[str]) -> pa.ChunkedArray | pa.Array:
+    if len(keys) == 1:
+        return table.column(keys[0])
+    return pc.binary_join_element_wise(*[table.column(k) for k in keys], "\x00")
+
+
+def lookup_rows(left: pa.Table, keys: list[str], right: pa.Table, right_columns: tuple[str, ...]) -> pa.Table:
+    """`left` with `right_columns` of the row of `right` with the same identity (or nulls).
+
+    `right` holds each identity once (the key state does), so one hash probe per row finds it.
+    """
+    values = _identity(right, keys)
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    found = pc.index_in(_identity(left, keys), value_set=values)
+    out = left
+    for name in right_columns:
+        out = out.append_column(name, right.column(name).take(found))
+    return out
+
+
 def resolve(
     combined: pa.Table,
     state: pa.Table,
@@ -82,7 +103,7 @@ def resolve(
         for name in state_columns:
             joined = joined.append_column(name, pa.nulls(0, renamed.schema.field(name).type))
     else:
-        joined = join_rows(combined, join_keys, renamed, state_columns)
+        joined = lookup_rows(combined, join_keys, renamed, state_columns)
 
     n = joined.num_rows
     has_state = _np(pc.is_valid(joined.column(S_FILE_ID))).astype(bool) if n else np.zeros(0, bool)

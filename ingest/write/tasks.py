@@ -29,7 +29,7 @@ from ingest.hudi.bucket_index import bucket_ids, java_string_hashes
 from ingest.hudi.commit_metadata import WriteStat
 from ingest.index import key_state as ks
 from ingest.write import precombine as pcb
-from ingest.write.file_group_writer import IS_UPDATE, TaskIdentity, write_file_group
+from ingest.write.file_group_writer import IS_UPDATE, TaskIdentity, write_file_groups
 from ingest.write.plan import WritePlan
 from ingest.write.resolve import FILE_ID, join_rows, resolve, state_changes
 
@@ -101,8 +101,24 @@ def _groups(table: pa.Table, columns: list[str]) -> Iterable[tuple[tuple, pa.Tab
     """Contiguous groups of rows sharing `columns`, in sorted order."""
     if table.num_rows == 0:
         return
-    ordered = table.sort_by([(c, "ascending") for c in columns])
-    starts = np.flatnonzero(pcb.group_starts(ordered, columns)).tolist() + [ordered.num_rows]
+    codes = []
+    for name in columns:
+        col = table.column(name)
+        if isinstance(col, pa.ChunkedArray):
+            col = col.combine_chunks()
+        if pa.types.is_integer(col.type):
+            codes.append(np.asarray(pc.fill_null(col, -1).to_numpy(zero_copy_only=False), dtype=np.int64))
+        else:
+            codes.append(np.asarray(col.dictionary_encode(null_encoding="encode").indices.to_numpy(
+                zero_copy_only=False), dtype=np.int64))
+    order = np.lexsort(codes[::-1])
+    ordered = table.take(pa.array(order))
+    sorted_codes = [c[order] for c in codes]
+    change = np.zeros(len(order), dtype=bool)
+    change[0] = True
+    for c in sorted_codes:
+        change[1:] |= c[1:] != c[:-1]
+    starts = np.flatnonzero(change).tolist() + [len(order)]
     for begin, end in zip(starts[:-1], starts[1:], strict=True):
         group = ordered.slice(begin, end - begin)
         yield tuple(group.column(c)[0].as_py() for c in columns), group
@@ -177,6 +193,8 @@ def bucket_task(plan: WritePlan, records: pa.Table, task: TaskIdentity) -> TaskR
         return states[(partition, bucket)]
 
     records = _bucket_tombstones(plan, records, load)
+    writes = []
+    pending_state = []
     for (partition, bucket), group in _groups(records, [pcb.PARTITION, BUCKET]):
         group = _drop_internal(group, BUCKET)
         state = load(partition, bucket)
@@ -187,13 +205,14 @@ def bucket_task(plan: WritePlan, records: pa.Table, task: TaskIdentity) -> TaskR
             resolved.upserts.schema.get_field_index(FILE_ID), FILE_ID,
             pa.array([file_id] * resolved.upserts.num_rows, pa.string()),
         )
-        stats: tuple[WriteStat, ...] = ()
         if upserts.num_rows or resolved.deletes.num_rows:
-            stats = (write_file_group(plan.write, plan.target(partition, file_id), upserts, resolved.deletes, task),)
+            writes.append((plan.target(partition, file_id), upserts, resolved.deletes))
         changes = state_changes(upserts, resolved.deleted_state, plan.ordering_field, plan.ordering_type, plan.instant)
-        segments = (_write_segment(plan, store, state, changes),) if changes.num_rows else ()
-        results.append(TaskResult(stats, segments, _counts(resolved, upserts)))
-    return TaskResult.merge(results)
+        pending_state.append((state, changes))
+        results.append(TaskResult((), (), _counts(resolved, upserts)))
+    stats = tuple(write_file_groups(plan.write, writes, task)) if writes else ()
+    segments = tuple(_write_segment(plan, store, state, changes) for state, changes in pending_state if changes.num_rows)
+    return TaskResult.merge([*results, TaskResult(stats, segments, {})])
 
 
 # -- key index: tag, size new file groups, write groups, write state ---------------------------------
@@ -326,15 +345,14 @@ def assign(tagged: pa.Table, buckets: Mapping[str, tuple[tuple[str, int], ...]])
 
 def write_groups(plan: WritePlan, tagged: pa.Table, task: TaskIdentity) -> TaskResult:
     """Write every file group's upserts and deletes (rows routed here by file group)."""
-    stats = []
+    writes = []
     rows = tagged.filter(pc.is_in(tagged.column(KIND), pa.array([UPSERT, DELETE])))
     for (partition, file_id), group in _groups(rows, [pcb.PARTITION, FILE_ID]):
         kinds = group.column(KIND)
         upserts = group.filter(pc.equal(kinds, UPSERT))
         deletes = group.filter(pc.equal(kinds, DELETE))
-        stats.append(write_file_group(plan.write, plan.target(partition, file_id),
-                                      _drop_internal(upserts, KIND, SHARD), deletes, task))
-    return TaskResult(tuple(stats), (), {})
+        writes.append((plan.target(partition, file_id), _drop_internal(upserts, KIND, SHARD), deletes))
+    return TaskResult(tuple(write_file_groups(plan.write, writes, task)), (), {})
 
 
 def write_state(plan: WritePlan, tagged: pa.Table) -> TaskResult:
