@@ -123,6 +123,13 @@ def open_table(path: str, storage_options: Mapping[str, Any] | None = None) -> H
     return table
 
 
+Target = HudiTable | str  # an open table, or the path or URL of one (the CLI and config files give paths)
+
+
+def _table(target: Target, storage_options: Mapping[str, Any] | None) -> HudiTable:
+    return target if isinstance(target, HudiTable) else open_table(target, storage_options)
+
+
 def _lease(table: HudiTable, expiry_seconds: float) -> WriterLock:
     return WriterLock(table.storage, expiry_seconds, description="ingest table service")
 
@@ -135,7 +142,7 @@ class CompactionRun:
 
 
 def compact(
-    table: HudiTable,
+    target: Target,
     settings: ServiceSettings,
     *,
     schedule: bool = True,
@@ -143,11 +150,13 @@ def compact(
     instant: str | None = None,
     runner: compaction.Runner | None = None,
     lease_expiry_seconds: float = 60.0,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> CompactionRun:
     """Compact now: schedule a compaction of every slice with logs (the strategy permitting) under the
     writer lease, then execute the pending compactions, oldest first. With `instant`, execute just
     that one. Scheduling is skipped, with a note, while a writer holds the lease: a running writer
     schedules its own compactions (`hoodie.compact.schedule.inline`), which this then executes."""
+    table = _table(target, storage_options)
     if instant is not None:
         compaction.execute(table, instant, runner=runner)
         return CompactionRun(executed=(instant,))
@@ -163,20 +172,26 @@ def compact(
     return CompactionRun(scheduled, tuple(executed), note)
 
 
-def clean(table: HudiTable, settings: ServiceSettings, *, lease_expiry_seconds: float = 60.0) -> list[cleaner.CleanResult]:
+def clean(target: Target, settings: ServiceSettings, *, lease_expiry_seconds: float = 60.0,
+          storage_options: Mapping[str, Any] | None = None) -> list[cleaner.CleanResult]:
     """Finish interrupted cleans and run one now if there is anything to delete (under the lease)."""
+    table = _table(target, storage_options)
     with _lease(table, lease_expiry_seconds) as lock:
         return cleaner.clean(table, settings.clean, force=True, fence=lock.check)
 
 
-def archive(table: HudiTable, settings: ServiceSettings, *, lease_expiry_seconds: float = 60.0) -> archiver.ArchiveResult:
+def archive(target: Target, settings: ServiceSettings, *, lease_expiry_seconds: float = 60.0,
+            storage_options: Mapping[str, Any] | None = None) -> archiver.ArchiveResult:
     """Archive what the settings allow (under the lease)."""
+    table = _table(target, storage_options)
     with _lease(table, lease_expiry_seconds) as lock:
         return archiver.archive(table, settings, fence=lock.check)
 
 
-def rollback_instant(table: HudiTable, instant_time: str, *, lease_expiry_seconds: float = 60.0) -> Instant:
+def rollback_instant(target: Target, instant_time: str, *, lease_expiry_seconds: float = 60.0,
+                     storage_options: Mapping[str, Any] | None = None) -> Instant:
     """Roll back a pending write (or finish an interrupted rollback); refuse anything else."""
+    table = _table(target, storage_options)
     with _lease(table, lease_expiry_seconds):
         timeline = table.timeline()
         instant = timeline.get(instant_time)

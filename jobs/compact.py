@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         settings = ServiceSettings.from_mapping(parse_sets(args.set), source="--set")
-        table = services.open_table(args.path)
+        table = services.open_table(args.path)  # fail on a missing table before starting Spark
         spark = get_or_create(app_name="ingest-compact")
         runner = SparkCompactionRunner(spark, args.local_below_mb)
         result = services.compact(table, settings, instant=args.execute, execute=not args.schedule_only,

@@ -66,8 +66,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_compact(args: argparse.Namespace) -> int:
-    table = services.open_table(args.path)
-    result = services.compact(table, _settings(args), instant=args.execute, execute=not args.schedule_only)
+    result = services.compact(args.path, _settings(args), instant=args.execute, execute=not args.schedule_only)
     if result.note:
         print(result.note, file=sys.stderr)
     print(f"scheduled: {result.scheduled or '-'}")
@@ -76,8 +75,7 @@ def run_compact(args: argparse.Namespace) -> int:
 
 
 def run_clean(args: argparse.Namespace) -> int:
-    table = services.open_table(args.path)
-    results = services.clean(table, _settings(args))
+    results = services.clean(args.path, _settings(args))
     for r in results:
         print(f"clean {r.instant}: {len(r.deleted)} file(s) deleted, {len(r.failed)} already gone")
     if not results:
@@ -86,8 +84,7 @@ def run_clean(args: argparse.Namespace) -> int:
 
 
 def run_archive(args: argparse.Namespace) -> int:
-    table = services.open_table(args.path)
-    result = services.archive(table, _settings(args))
+    result = services.archive(args.path, _settings(args))
     if result.archived:
         print(f"archived {len(result.archived)} instant(s) {result.archived[0]}..{result.archived[-1]}"
               f" into {result.file or '(entries already archived)'}")
@@ -97,7 +94,6 @@ def run_archive(args: argparse.Namespace) -> int:
 
 
 def run_rollback(args: argparse.Namespace) -> int:
-    table = services.open_table(args.path)
-    done = services.rollback_instant(table, args.instant)
+    done = services.rollback_instant(args.path, args.instant)
     print(f"rolled back {args.instant} ({done.timestamp}.rollback)")
     return 0
