@@ -289,9 +289,11 @@ def evolve(table: AvroSchema, incoming: AvroSchema) -> AvroSchema:
             continue
         if _canonical(existing["type"]) != _canonical(field["type"]):
             old_inner, _ = _strip_null(existing["type"]) if isinstance(existing["type"], list) else (existing["type"], False)
-            new_inner, new_null = _strip_null(field["type"]) if isinstance(field["type"], list) else (field["type"], False)
-            if _canonical(old_inner) == _canonical(new_inner) and (not new_null or is_nullable(existing["type"])):
-                continue  # same type; only nullability differs in the compatible direction
+            new_inner, _ = _strip_null(field["type"]) if isinstance(field["type"], list) else (field["type"], False)
+            if _canonical(old_inner) == _canonical(new_inner):
+                # Same type; nullability differs. Spark marks columns nullable loosely, so data declared
+                # nullable may go into a non-nullable column: an actual null there fails its record.
+                continue
             problems.append(
                 f"column '{name}' changes type from {to_json(existing['type'])} to {to_json(field['type'])}"
             )

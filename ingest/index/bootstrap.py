@@ -49,7 +49,7 @@ class Manifest:
 
 def layout(options: WriteOptions) -> dict:
     if options.index.type is IndexType.BUCKET:
-        return {"type": "bucket", "buckets": options.index.bucket_count, "hash_fields": list(options.hash_fields)}
+        return {"type": "bucket", "shards": "per-bucket", "buckets": options.index.bucket_count, "hash_fields": list(options.hash_fields)}
     return {"type": "key", "shards": options.index.shards, "global": options.index.global_scope}
 
 
@@ -91,11 +91,7 @@ def shard_of_rows(options: WriteOptions, rows: pa.Table) -> list[tuple[str, pa.T
     if not rows.num_rows:
         return []
     if options.index.type is IndexType.BUCKET:
-        buckets = np.array([bucket_id_from_file_id(f) for f in rows.column(ks.FILE_ID).to_pylist()])
-        names = [
-            f"{p}/{b:08d}" if p else f"{b:08d}"
-            for p, b in zip(rows.column(ks.PARTITION).to_pylist(), buckets.tolist(), strict=True)
-        ]
+        names = [f"bucket-{bucket_id_from_file_id(f):08d}" for f in rows.column(ks.FILE_ID).to_pylist()]
     else:
         names = [f"{s:04d}" for s in key_shards(rows.column(ks.KEY), options.index.shards).tolist()]
     labels = pa.array(names, pa.string())

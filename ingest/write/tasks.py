@@ -67,9 +67,10 @@ def key_shards(keys: pa.Array | pa.ChunkedArray, shards: int) -> np.ndarray:
     return (java_string_hashes(keys).astype(np.int64) & 0x7FFFFFFF) % shards
 
 
-def shard_name(plan: WritePlan, partition: str | None, route: int) -> str:
+def shard_name(plan: WritePlan, route: int) -> str:
+    """Key-state shard of a route: one per bucket (all partitions), or one per key shard."""
     if plan.index_type.value == "bucket":
-        return posixpath.join(partition, f"{route:08d}") if partition else f"{route:08d}"
+        return f"bucket-{route:08d}"
     return f"{route:04d}"
 
 
@@ -151,27 +152,22 @@ def _write_segment(plan: WritePlan, store: ks.KeyStateStore, state: ks.ShardStat
 # -- bucket index: everything in one task ---------------------------------------------------------
 
 
-def _bucket_tombstones(plan: WritePlan, records: pa.Table, load) -> pa.Table:
+def _bucket_tombstones(records: pa.Table, state: pa.Table) -> pa.Table:
     """A tombstone (partition unknown) applies to its key in every partition where the key lives
-    (that partition's state of the bucket says) or arrives in this batch."""
+    (the bucket's state says) or arrives in this batch."""
     unknown = pc.is_null(records.column(pcb.PARTITION))
     if not records.num_rows or not pc.any(unknown).as_py():
         return records
     lost = records.filter(unknown)
     known = records.filter(pc.invert(unknown))
-    places = []
-    for bucket in sorted(set(lost.column(BUCKET).to_pylist())):
-        keys = lost.filter(pc.equal(lost.column(BUCKET), bucket)).column(pcb.KEY)
-        for partition in plan.partitions:
-            state = load(partition, bucket).table
-            live = state.filter(pc.and_(pc.invert(state.column(ks.DELETED)), pc.is_in(state.column(ks.KEY), keys)))
-            if live.num_rows:
-                places.append(pa.table({pcb.KEY: live.column(ks.KEY),
-                                        "_ingest_place": pa.array([partition] * live.num_rows, pa.string())}))
-    seen = known.select([pcb.KEY, pcb.PARTITION])
-    places.append(pa.table([seen.column(0), seen.column(1)], names=[pcb.KEY, "_ingest_place"]))
-    targets = pa.concat_tables(places, promote_options="permissive").group_by([pcb.KEY, "_ingest_place"]).aggregate([])
-    return pa.concat_tables([known, _place(lost, targets)])
+    live = state.filter(pc.and_(pc.invert(state.column(ks.DELETED)),
+                                pc.is_in(state.column(ks.KEY), lost.column(pcb.KEY).combine_chunks())))
+    names = [pcb.KEY, "_ingest_place"]
+    places = pa.concat_tables([
+        pa.table([live.column(ks.KEY), live.column(ks.PARTITION)], names=names),
+        pa.table([known.column(pcb.KEY), known.column(pcb.PARTITION)], names=names),
+    ], promote_options="permissive").group_by(names).aggregate([])
+    return pa.concat_tables([known, _place(lost, places)])
 
 
 def _place(lost: pa.Table, places: pa.Table) -> pa.Table:
@@ -182,31 +178,29 @@ def _place(lost: pa.Table, places: pa.Table) -> pa.Table:
 
 
 def bucket_task(plan: WritePlan, records: pa.Table, task: TaskIdentity) -> TaskResult:
+    """Everything for the buckets routed to this task, in every partition: one key-state shard per bucket."""
     store = plan.key_state()
     results = []
-    records = conform(plan, records)
-    states: dict[tuple[str, int], ks.ShardState] = {}
-
-    def load(partition: str, bucket: int) -> ks.ShardState:
-        if (partition, bucket) not in states:
-            states[(partition, bucket)] = store.load(shard_name(plan, partition, bucket), plan.is_visible)
-        return states[(partition, bucket)]
-
-    records = _bucket_tombstones(plan, records, load)
     writes = []
     pending_state = []
-    for (partition, bucket), group in _groups(records, [pcb.PARTITION, BUCKET]):
+    records = conform(plan, records)
+    for (bucket,), group in _groups(records, [BUCKET]):
         group = _drop_internal(group, BUCKET)
-        state = load(partition, bucket)
+        state = store.load(shard_name(plan, bucket), plan.is_visible)
+        group = _bucket_tombstones(group, state.table)
         combined = pcb.precombine(group, plan.ordering_field, global_scope=False)
         resolved = resolve(combined, state.table, plan.ordering_field, plan.event_time, global_scope=False)
-        file_id = plan.bucket_file_id(partition, bucket)
-        upserts = resolved.upserts.set_column(
-            resolved.upserts.schema.get_field_index(FILE_ID), FILE_ID,
-            pa.array([file_id] * resolved.upserts.num_rows, pa.string()),
-        )
-        if upserts.num_rows or resolved.deletes.num_rows:
-            writes.append((plan.target(partition, file_id), upserts, resolved.deletes))
+        upserts = resolved.upserts
+        file_ids = [plan.bucket_file_id(p, bucket) for p in upserts.column(pcb.PARTITION).to_pylist()]
+        upserts = upserts.set_column(upserts.schema.get_field_index(FILE_ID), FILE_ID, pa.array(file_ids, pa.string()))
+        deletes = resolved.deletes
+        by_partition = {p: part for (p,), part in _groups(upserts, [pcb.PARTITION])}
+        delete_partitions = set(deletes.column(pcb.PARTITION).to_pylist())
+        for partition in sorted(set(by_partition) | delete_partitions):
+            part_upserts = by_partition.get(partition, upserts.slice(0, 0))
+            part_deletes = deletes.filter(pc.equal(deletes.column(pcb.PARTITION), partition))
+            target = plan.target(partition, plan.bucket_file_id(partition, bucket))
+            writes.append((target, part_upserts, part_deletes))
         changes = state_changes(upserts, resolved.deleted_state, plan.ordering_field, plan.ordering_type, plan.instant)
         pending_state.append((state, changes))
         results.append(TaskResult((), (), _counts(resolved, upserts)))
@@ -257,7 +251,7 @@ def tag(plan: WritePlan, records: pa.Table, schema: pa.Schema) -> tuple[pa.Table
     records = conform(plan, records)
     for (shard,), group in _groups(records, [SHARD]):
         group = _drop_internal(group, SHARD)
-        state = store.load(shard_name(plan, None, shard), plan.is_visible)
+        state = store.load(shard_name(plan, shard), plan.is_visible)
         if not plan.global_scope:
             group = _expand_unknown_partitions(group, state.table)
         combined = pcb.precombine(group, plan.ordering_field, global_scope=plan.global_scope)
@@ -371,6 +365,6 @@ def write_state(plan: WritePlan, tagged: pa.Table) -> TaskResult:
         })
         changes = state_changes(live, dead_state, plan.ordering_field, plan.ordering_type, plan.instant)
         if changes.num_rows:
-            state = store.load(shard_name(plan, None, shard), plan.is_visible)
+            state = store.load(shard_name(plan, shard), plan.is_visible)
             segments.append(_write_segment(plan, store, state, changes))
     return TaskResult((), tuple(segments), {})

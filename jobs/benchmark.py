@@ -1,0 +1,409 @@
+"""Benchmark: ingest's sink against Spark's parquet writer and delta-rs, in one process, on one data set.
+
+    python jobs/benchmark.py [--rows 1000000] [--upsert-rows 200000] ...
+    spark-submit jobs/benchmark.py --rows 1000000
+
+Measures, on the same synthetic events (strings, longs, doubles, timestamps, a decimal, a nested
+struct; keys optionally skewed):
+
+* our sink: bulk load of `--rows` rows (parquet base files), then one upsert micro-batch of
+  `--upsert-rows` rows into that table (log mode), and the commit latency of many small batches;
+* Spark's own parquet append of the same upsert DataFrame;
+* delta-rs (`deltalake`, if installed): append of the same rows, then a merge of the same upsert batch;
+* Arrow -> Avro block encoding: ours against fastavro's record-by-record writer on the same batch;
+* the driver process's peak memory while upserting a batch and a batch 4x its size;
+* optionally (`--stream-batches N`), a long stream of small batches with inline table services:
+  commit time of the last batch against the 20th, active timeline size, file slices per file group.
+
+Prints a table, then one JSON line with the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import resource
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rows", type=int, default=1_000_000, help="rows in the base table (default 1,000,000)")
+    p.add_argument("--upsert-rows", type=int, default=None, help="rows in the upsert batch (default rows/5)")
+    p.add_argument("--update-ratio", type=float, default=0.8,
+                   help="share of upsert rows that update existing keys; the rest are new (default 0.8)")
+    p.add_argument("--partitions", type=int, default=8, help="table partitions (default 8)")
+    p.add_argument("--buckets", type=int, default=16, help="buckets per partition (default 16)")
+    p.add_argument("--key-skew", type=float, default=0.0,
+                   help="0 = uniform keys; >0 concentrates updates on few keys (power law exponent)")
+    p.add_argument("--small-batches", type=int, default=30, help="small batches for commit latency (default 30)")
+    p.add_argument("--small-batch-rows", type=int, default=1000, help="rows per small batch (default 1000)")
+    p.add_argument("--encoder-rows", type=int, default=200_000,
+                   help="rows encoded by fastavro for the encoder comparison (default 200,000)")
+    p.add_argument("--memory-rows", type=int, default=None,
+                   help="base batch size for the driver memory check; 4x is also run (default upsert rows / 4)")
+    p.add_argument("--stream-batches", type=int, default=0,
+                   help="run a long stream of small batches with inline services (e.g. 500)")
+    p.add_argument("--master", default=os.environ.get("INGEST_SPARK_MASTER", "local[2]"))
+    p.add_argument("--workdir", default=None, help="where tables are written (default: a temp folder)")
+    p.add_argument("--skip-delta", action="store_true", help="do not run the delta-rs comparison")
+    return p.parse_args(argv)
+
+
+# -- measuring ---------------------------------------------------------------------------------------
+
+
+class PeakRss:
+    """Peak resident memory of this (driver) process while a block runs, sampled every 20 ms."""
+
+    def __init__(self) -> None:
+        self.peak = 0
+        self._stop = threading.Event()
+
+    @staticmethod
+    def current() -> int:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+    def __enter__(self) -> PeakRss:
+        self.base = self.current()
+        self.peak = self.base
+
+        def sample() -> None:
+            while not self._stop.wait(0.02):
+                self.peak = max(self.peak, self.current())
+
+        self._thread = threading.Thread(target=sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self.current())
+
+    @property
+    def growth(self) -> int:
+        return self.peak - self.base
+
+
+def timed(fn):
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result
+
+
+# -- data --------------------------------------------------------------------------------------------
+
+
+def events(spark, n: int, *, key_offset: int = 0, key_space: int | None = None, skew: float = 0.0,
+           ts: int = 1, partitions: int = 8, seed: int = 1):
+    """`n` synthetic events; keys are `key_offset + id`, or drawn from `[0, key_space)` when given."""
+    from pyspark.sql import functions as F
+
+    df = spark.range(n)
+    if key_space is None:
+        key = F.col("id") + F.lit(key_offset)
+    elif skew > 0:
+        key = F.floor(F.pow(F.rand(seed), F.lit(1.0 + skew)) * F.lit(key_space)).cast("long")
+    else:
+        # Distinct existing keys spread over the whole key space (a stride coprime with its size).
+        stride = next(p for p in (7919, 7927, 7933, 7937) if key_space % p)
+        key = (F.col("id") * F.lit(stride) + F.lit(seed)) % F.lit(key_space)
+    return df.select(
+        F.concat(F.lit("order-"), key.cast("string")).alias("order_id"),
+        F.concat(F.lit("region-"), (F.abs(F.hash(key)) % F.lit(partitions)).cast("string")).alias("region"),
+        (F.lit(1_700_000_000_000) + F.lit(ts)).cast("long").alias("updated_at"),
+        F.concat(F.lit("customer-"), (F.col("id") * 7 % 100_000).cast("string"), F.lit("-abcdef")).alias("customer"),
+        F.concat(F.lit("sku-"), (F.col("id") % 977).cast("string")).alias("sku"),
+        (F.col("id") * 3).alias("quantity"),
+        (F.col("id") % 1000).alias("store_id"),
+        (F.col("id").cast("double") / 7.0).alias("price"),
+        F.rand(seed + 1).alias("discount"),
+        F.timestamp_micros(F.lit(1_700_000_000_000_000) + F.col("id") * 1000).alias("ordered_at"),
+        (F.col("id") % 100_000).cast("decimal(12,2)").alias("amount"),
+        F.struct((F.col("id") % 13).cast("string").alias("channel"), (F.col("id") % 17).alias("priority"))
+        .alias("meta"),
+    )
+
+
+def options(path: str, buckets: int, insert_mode: str = "log", services: bool = False):
+    from ingest.write.file_group_writer import InsertMode
+    from ingest.write.options import IndexOptions, IndexType, WriteOptions
+
+    return WriteOptions(
+        table_path=path,
+        table_name="orders",
+        hudi={
+            "hoodie.datasource.write.recordkey.field": "order_id",
+            "hoodie.datasource.write.partitionpath.field": "region",
+            "hoodie.datasource.write.precombine.field": "updated_at",
+        },
+        index=IndexOptions(type=IndexType.BUCKET, bucket_count=buckets),
+        insert_mode=InsertMode(insert_mode),
+        checkpoint_id="benchmark",
+    )
+
+
+# -- the measurements ------------------------------------------------------------------------------------
+
+
+def measure_encoder(spark, rows: int) -> dict:
+    """Our Arrow -> Avro encoder against fastavro's writer, same records, same schema, same bytes."""
+    import fastavro
+    import pyarrow as pa
+
+    from ingest.hudi import avro_encoder
+    from ingest.hudi import schema as avro
+    from ingest.hudi.data_block import encode_avro_payloads
+    from ingest.write.file_group_writer import with_meta_columns
+
+    table = events(spark, rows).toArrow()
+    n = table.num_rows
+    fake = table.append_column("_ingest_key", table.column("order_id")).append_column(
+        "_ingest_partition", table.column("region"))
+    rows_with_meta = with_meta_columns(fake, "20240101000000000", 0, ["file-0"], [n]).drop_columns(
+        ["_ingest_key", "_ingest_partition"])
+    schema = avro.with_meta_fields(avro.arrow_to_avro(table.schema, "orders"))
+    ours_s, encoded = timed(lambda: avro_encoder.avro_data_block_content(avro_encoder.encode_batch(rows_with_meta, schema)))
+    records = rows_with_meta.to_pylist(maps_as_pydicts="lossy")
+    parsed = fastavro.parse_schema(schema)
+
+    def with_fastavro() -> bytes:
+        payloads = []
+        for r in records:
+            buf = io.BytesIO()
+            fastavro.schemaless_writer(buf, parsed, r)
+            payloads.append(buf.getvalue())
+        return encode_avro_payloads(payloads)
+
+    theirs_s, reference = timed(with_fastavro)
+    assert isinstance(rows_with_meta, pa.Table)
+    return {
+        "encoder_rows": n,
+        "encoder_ours_s": ours_s,
+        "encoder_fastavro_s": theirs_s,
+        "encoder_ours_rows_per_s": n / ours_s,
+        "encoder_fastavro_rows_per_s": n / theirs_s,
+        "encoder_speedup_vs_fastavro": theirs_s / ours_s,
+        "encoder_bytes_identical": encoded == reference,
+    }
+
+
+def measure_sink(spark, args, work: Path) -> dict:
+    from ingest.hudi.snapshot import read_snapshot
+    from ingest.hudi.table import HudiTable
+    from ingest.spark.sink import HudiSink
+    from ingest.write.commit import BatchId
+
+    upsert_rows = args.upsert_rows or max(1, args.rows // 5)
+    updates = int(upsert_rows * args.update_ratio)
+    base = events(spark, args.rows, partitions=args.partitions).cache()
+    base.count()
+    upsert = events(spark, updates, key_space=args.rows, skew=args.key_skew, ts=2, partitions=args.partitions) \
+        .unionByName(events(spark, upsert_rows - updates, key_offset=args.rows, ts=2, partitions=args.partitions)) \
+        .cache()
+    upsert.count()
+    out: dict = {"rows": args.rows, "upsert_rows": upsert_rows}
+
+    out["spark_parquet_append_s"], _ = timed(lambda: upsert.write.mode("append").parquet(str(work / "parquet")))
+    out["spark_parquet_base_s"], _ = timed(lambda: base.write.mode("append").parquet(str(work / "parquet_base")))
+
+    table_path = str(work / "hudi")
+    with HudiSink(options(table_path, args.buckets, insert_mode="base"), spark=spark) as bulk:
+        out["bulk_load_s"], result = timed(lambda: bulk.write(base))
+    out["bulk_load_files"] = result.files
+    with HudiSink(options(table_path, args.buckets, insert_mode="log"), spark=spark) as sink:
+        out["upsert_s"], result = timed(lambda: sink.write(upsert, batch=BatchId("benchmark", 0)))
+        out["upsert_written"] = result.counts.get("upserts", 0)
+        out["upsert_time_vs_spark_parquet"] = out["upsert_s"] / out["spark_parquet_append_s"]
+        out["upsert_rows_per_s"] = upsert_rows / out["upsert_s"]
+
+        latencies = []
+        for i in range(args.small_batches):
+            small = events(spark, args.small_batch_rows, key_space=args.rows, ts=10 + i, partitions=args.partitions,
+                           seed=100 + i)
+            seconds, _ = timed(lambda small=small, i=i: sink.write(small, batch=BatchId("benchmark", 1 + i)))
+            latencies.append(seconds)
+        out["small_batch_commit_p50_s"] = statistics.median(latencies)
+        out["small_batch_commit_p95_s"] = sorted(latencies)[max(0, int(round(0.95 * len(latencies))) - 1)]
+    out["table_rows_after"] = read_snapshot(HudiTable.open(table_path)).num_rows if args.rows <= 2_000_000 else None
+    base.unpersist()
+    upsert.unpersist()
+    return out
+
+
+def measure_driver_memory(spark, args, work: Path) -> dict:
+    """Peak growth of the driver's memory while writing a batch, and a batch four times larger."""
+    from ingest.spark.sink import HudiSink
+    from ingest.write.commit import BatchId
+
+    n = args.memory_rows or max(1000, (args.upsert_rows or args.rows // 5) // 4)
+    path = str(work / "memory")
+    growth = {}
+    with HudiSink(options(path, args.buckets), spark=spark) as sink:
+        sink.write(events(spark, 1000, partitions=args.partitions), batch=BatchId("memory", 0))  # warm up
+        for i, rows in enumerate((n, 4 * n)):
+            df = events(spark, rows, key_offset=10_000_000 * (i + 1), partitions=args.partitions)
+            with PeakRss() as rss:
+                sink.write(df, batch=BatchId("memory", i + 1))
+            growth[rows] = rss.peak
+    small, large = growth[n], growth[4 * n]
+    return {
+        "driver_peak_rss_bytes": {str(k): v for k, v in growth.items()},
+        "driver_peak_rss_ratio_4x_rows": large / small,
+        "driver_maxrss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+    }
+
+
+def measure_delta(spark, args, work: Path) -> dict:
+    try:
+        import deltalake
+        import pyarrow as pa
+    except ImportError:
+        return {"delta_available": False, "upsert_throughput_vs_delta_merge": None}
+    upsert_rows = args.upsert_rows or max(1, args.rows // 5)
+    updates = int(upsert_rows * args.update_ratio)
+    base = events(spark, args.rows, partitions=args.partitions).toArrow()
+    upsert = events(spark, updates, key_space=args.rows, skew=args.key_skew, ts=2, partitions=args.partitions) \
+        .unionByName(events(spark, upsert_rows - updates, key_offset=args.rows, ts=2, partitions=args.partitions)) \
+        .toArrow()
+    if args.key_skew > 0:
+        # Skewed batches repeat keys; delta-rs MERGE refuses that, so it gets the last version of each
+        # key (de-duplicated here, untimed: our sink's time includes its own pre-combining).
+        import pyarrow.compute as pc
+
+        keep = pc.is_in(pa.array(range(upsert.num_rows)), value_set=upsert.append_column(
+            "_i", pa.array(range(upsert.num_rows))).group_by("order_id").aggregate([("_i", "max")]).column("_i_max"))
+        upsert = upsert.filter(keep)
+    path = str(work / "delta")
+    append_s, _ = timed(lambda: deltalake.write_deltalake(path, base, partition_by=["region"]))
+    table = deltalake.DeltaTable(path)
+
+    def merge():
+        return (table.merge(source=upsert, predicate="t.order_id = s.order_id", source_alias="s", target_alias="t")
+                .when_matched_update_all().when_not_matched_insert_all().execute())
+
+    merge_s, _ = timed(merge)
+    return {"delta_available": True, "delta_append_s": append_s, "delta_merge_s": merge_s,
+            "delta_merge_rows_per_s": upsert.num_rows / merge_s}
+
+
+def measure_stream(spark, args, work: Path) -> dict:
+    """A long stream of small batches with inline table services: does commit time stay flat?"""
+    from ingest.hudi.service_settings import ServiceSettings
+    from ingest.hudi.table import HudiTable
+    from ingest.services import run_inline_services
+    from ingest.spark.sink import HudiSink
+    from ingest.write.commit import BatchId
+
+    path = str(work / "stream")
+    settings = ServiceSettings.from_mapping({
+        "hoodie.compact.inline": "true", "hoodie.compact.inline.max.delta.commits": "10",
+        "hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS", "hoodie.cleaner.fileversions.retained": "2",
+        "hoodie.keep.min.commits": "20", "hoodie.keep.max.commits": "30", "hoodie.cleaner.commits.retained": "10",
+    })
+    times = []
+    with HudiSink(options(path, min(args.buckets, 4)), spark=spark) as sink:
+        for i in range(args.stream_batches):
+            df = events(spark, 200, key_space=5_000, ts=i, partitions=2, seed=i)
+
+            def step(df=df, i=i):
+                sink.write(df, batch=BatchId("stream", i))
+                run_inline_services(HudiTable.open(path), settings, lock=sink.lock)
+
+            seconds, _ = timed(step)
+            times.append(seconds)
+    table = HudiTable.open(path)
+    timeline = table.timeline()
+    view = table.view(timeline)
+    slices = [len(g.slices) for g in view.groups]
+    window = 5
+    early = statistics.median(times[19 - window // 2: 19 + window // 2 + 1]) if len(times) >= 25 else times[0]
+    late = statistics.median(times[-window:])
+    return {
+        "stream_batches": args.stream_batches,
+        "stream_commit_s_batch_20": early,
+        "stream_commit_s_last": late,
+        "stream_commit_ratio_last_vs_20": late / early,
+        "stream_active_timeline_instants": len(timeline),
+        "stream_max_slices_per_file_group": max(slices) if slices else 0,
+    }
+
+
+def report(figures: dict) -> None:
+    rows = [
+        ("rows in base table", figures.get("rows")),
+        ("upsert batch rows", figures.get("upsert_rows")),
+        ("Spark parquet append of the upsert batch (s)", figures.get("spark_parquet_append_s")),
+        ("ingest bulk load, base files (s)", figures.get("bulk_load_s")),
+        ("Spark parquet append of the base table (s)", figures.get("spark_parquet_base_s")),
+        ("ingest upsert micro-batch, log mode (s)", figures.get("upsert_s")),
+        ("  upsert time / Spark parquet append", figures.get("upsert_time_vs_spark_parquet")),
+        ("  upsert rows/s", figures.get("upsert_rows_per_s")),
+        ("delta-rs append of the base table (s)", figures.get("delta_append_s")),
+        ("delta-rs merge of the upsert batch (s)", figures.get("delta_merge_s")),
+        ("  upsert rows/s / delta-rs merge rows/s", figures.get("upsert_throughput_vs_delta_merge")),
+        ("small batch commit p50 (s)", figures.get("small_batch_commit_p50_s")),
+        ("small batch commit p95 (s)", figures.get("small_batch_commit_p95_s")),
+        ("encoder rows/s, ours", figures.get("encoder_ours_rows_per_s")),
+        ("encoder rows/s, fastavro", figures.get("encoder_fastavro_rows_per_s")),
+        (f"  encoder speed-up (bytes identical: {figures.get('encoder_bytes_identical')})",
+         figures.get("encoder_speedup_vs_fastavro")),
+        ("driver peak RSS, 4x rows / 1x rows", figures.get("driver_peak_rss_ratio_4x_rows")),
+    ]
+    if figures.get("stream_batches"):
+        rows += [
+            (f"stream: commit time, batch {figures['stream_batches']} / batch 20",
+             figures.get("stream_commit_ratio_last_vs_20")),
+            ("stream: active timeline instants", figures.get("stream_active_timeline_instants")),
+            ("stream: max file slices per file group", figures.get("stream_max_slices_per_file_group")),
+        ]
+    width = max(len(r[0]) for r in rows)
+    for label, value in rows:
+        text = "-" if value is None else (f"{value:,.3f}" if isinstance(value, float) else f"{value:,}")
+        print(f"{label.ljust(width)}  {text}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    from ingest.spark.session import get_or_create
+
+    spark = get_or_create(master=args.master, app_name="ingest-benchmark",
+                          conf={"spark.sql.shuffle.partitions": "4", "spark.driver.memory": "6g"})
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="ingest-bench-"))
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    figures: dict = {}
+    figures.update(measure_sink(spark, args, work))
+    figures.update(measure_driver_memory(spark, args, work))
+    figures.update(measure_encoder(spark, min(args.encoder_rows, args.rows)))
+    if not args.skip_delta:
+        figures.update(measure_delta(spark, args, work))
+        if figures.get("delta_available"):
+            figures["upsert_throughput_vs_delta_merge"] = figures["upsert_rows_per_s"] / figures["delta_merge_rows_per_s"]
+    figures.setdefault("upsert_throughput_vs_delta_merge", None)
+    if args.stream_batches:
+        figures.update(measure_stream(spark, args, work))
+    figures["machine"] = {"cpus": os.cpu_count(), "master": args.master, "python": sys.version.split()[0],
+                          "spark": spark.version}
+    report(figures)
+    print(json.dumps(figures, default=str))
+    spark.stop()
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
