@@ -159,7 +159,8 @@ ERRORS = [
     ("contradiction: a bucket index given a global scope", None, ["hudi.hoodie.index.type=GLOBAL_BLOOM",
                                                                   "hudi.hoodie.bucket.index.hash.field=order_id"],
      "--set: hudi.hoodie.bucket.index.hash.field: applies only to hudi.hoodie.index.type=BUCKET, not GLOBAL_BLOOM"),
-    ("contradiction: key index shards with the bucket index", set_(("write", "key_index_shards"), 4), [],
+    ("contradiction: key index shards with the bucket index", set_(("write", "key_index_shards"), 4),
+     ["hudi.hoodie.index.type=BUCKET"],
      "{file}: write.key_index_shards: applies to key indexes only, and hudi.hoodie.index.type is BUCKET"),
     ("contradiction: topics and a pattern", set_(("source", "kafka", "topic_pattern"), "orders\\..*"), [],
      "{file}: source.kafka.topic_pattern: contradicts source.kafka.topics: give one of them"),
@@ -245,9 +246,7 @@ def test_contradiction_with_the_existing_tables_properties(tmp_path):
     assert str(raised.value) == (
         f"{props}: hoodie.table.recordkey.fields: table has 'id', {path} gives 'order_id' "
         f"(hudi.hoodie.datasource.write.recordkey.field); hoodie.datasource.write.hive_style_partitioning: "
-        f"table has 'true', {path} gives 'false' (hudi.hoodie.datasource.write.hive_style_partitioning, by default); "
-        f"hoodie.bucket.index.hash.field: table has 'id', {path} gives 'order_id' "
-        f"(hudi.hoodie.bucket.index.hash.field, by default)"
+        f"table has 'true', {path} gives 'false' (hudi.hoodie.datasource.write.hive_style_partitioning, by default)"
     )
     # Agreeing settings pass, and --no-table-check style loading never opens the table.
     agreeing = [f"hudi.{RK}=id", f"hudi.{HIVE}=true", "source.schema=id STRING NOT NULL, region STRING, updated_at TIMESTAMP"]
@@ -273,7 +272,7 @@ def test_resolved_config_and_what_jobs_get(tmp_path):
     config = load_config(write(tmp_path, base(tmp_path)))
     assert config.table.name == "orders" and config.table.database == "default"
     assert config.write.operation is Operation.UPSERT
-    assert config.write.index.type is IndexType.BUCKET and config.write.index.bucket_count == 256
+    assert config.write.index.type is IndexType.KEY and not config.write.index.global_scope
     assert config.write.keygen.class_name == "org.apache.hudi.keygen.SimpleKeyGenerator"
     assert config.write.parquet_compression == "snappy"
     assert config.source.kafka.spark_options() == {
@@ -319,6 +318,7 @@ def test_env_interpolation(tmp_path):
 
 def test_set_overrides_the_file_and_is_typed_by_the_registry(tmp_path):
     config = base(tmp_path)
+    config["hudi"]["hoodie.index.type"] = "BUCKET"
     config["hudi"]["hoodie.bucket.index.num.buckets"] = 8
     config["source"]["kafka"]["options"] = {"security.protocol": "SSL", "client.id": "a"}
     config["table"]["storage_options"] = {"client_kwargs": {"region_name": "eu-west-1"}}
@@ -518,10 +518,12 @@ def test_kafka_stream_example_resolves_its_secrets_from_the_environment():
 
 def test_cli_exit_codes_and_output(tmp_path, capsys):
     path = write(tmp_path, base(tmp_path))
-    assert cli.main(["validate-config", str(path), "--set", "hudi.hoodie.bucket.index.num.buckets=16"]) == 0
+    assert cli.main(["validate-config", str(path), "--set", "hudi.hoodie.index.type=BUCKET",
+                     "--set", "hudi.hoodie.bucket.index.num.buckets=16"]) == 0
     out, err = capsys.readouterr()
     printed = yaml.safe_load(out)
-    assert printed == load_config(path, ["hudi.hoodie.bucket.index.num.buckets=16"]).redacted()
+    assert printed == load_config(path, ["hudi.hoodie.index.type=BUCKET",
+                                         "hudi.hoodie.bucket.index.num.buckets=16"]).redacted()
     assert printed["hudi"]["hoodie.bucket.index.num.buckets"] == 16 and err == ""
 
     assert cli.main(["validate-config", str(path), "--set", "stream.trigger=soon"]) == 2

@@ -219,8 +219,9 @@ KEYS: tuple[Key, ...] = (
         choices=("MERGE_ON_READ",), reason="ingest writes Merge-On-Read tables only",
         aliases=("hudi.hoodie.table.type", "hudi.hoodie.datasource.write.storage.type")),
     Key("hudi.hoodie.index.type", Type.CHOICE, "How records find their file group; see *Index types* above. "
-        "Hudi's Spark writers default to SIMPLE; here BUCKET, which needs no lookup and which Hudi's writers "
-        "continue.", default="BUCKET", choices=tuple(INDEX_TYPES)),
+        "SIMPLE, Hudi's Spark default, maps to ingest's key index per partition, which sizes file groups to the "
+        "data; BUCKET needs no lookup and lets Hudi's own writers continue the table, but fixes the number of "
+        "file groups per partition up front.", default="SIMPLE", choices=tuple(INDEX_TYPES)),
     Key("hudi.hoodie.bucket.index.num.buckets", Type.INTEGER, "BUCKET index: buckets (file groups) per "
         "partition. Fixed for the life of the table.", default=256, minimum=1, maximum=10**8),
     Key("hudi.hoodie.bucket.index.hash.field", Type.STRING, "BUCKET index: the record key fields hashed to a "
