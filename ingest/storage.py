@@ -159,6 +159,16 @@ class Storage:
         if self.fsync:
             os.fsync(f.fileno())
 
+    def _write_aside(self, full: str, data: bytes) -> str:
+        """Write `data` to a hidden temporary file next to `full`; returns its path."""
+        directory = os.path.dirname(full)
+        os.makedirs(directory, exist_ok=True)
+        tmp = os.path.join(directory, f".{os.path.basename(full)}.{uuid.uuid4().hex}.tmp")
+        with open(tmp, "wb") as f:
+            f.write(data)
+            self._sync(f)
+        return tmp
+
     def write(self, rel: str, data: bytes, *, crash_point: str | None = None) -> None:
         """Replace `rel` with `data` atomically (readers never see a partial file).
 
@@ -167,13 +177,8 @@ class Storage:
         """
         full = self.full_path(rel)
         if self.is_local:
-            directory = os.path.dirname(full)
-            os.makedirs(directory, exist_ok=True)
-            tmp = os.path.join(directory, f".{os.path.basename(full)}.{uuid.uuid4().hex}.tmp")
+            tmp = self._write_aside(full, data)
             try:
-                with open(tmp, "wb") as f:
-                    f.write(data)
-                    self._sync(f)
                 if crash_point:
                     faults.crash_point(crash_point)
                 os.replace(tmp, full)
@@ -193,20 +198,14 @@ class Storage:
         """
         full = self.full_path(rel)
         if self.is_local:
-            directory = os.path.dirname(full)
-            os.makedirs(directory, exist_ok=True)
-            tmp = os.path.join(directory, f".{os.path.basename(full)}.{uuid.uuid4().hex}.tmp")
+            tmp = self._write_aside(full, data)
             try:
-                with open(tmp, "wb") as f:
-                    f.write(data)
-                    self._sync(f)
-                try:
-                    os.link(tmp, full)
-                except FileExistsError:
-                    return False
-                return True
+                os.link(tmp, full)
+            except FileExistsError:
+                return False
             finally:
                 os.unlink(tmp)
+            return True
         try:
             self.fs.pipe_file(full, data, mode="create")
         except FileExistsError:

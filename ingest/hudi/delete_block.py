@@ -170,42 +170,56 @@ def _non_null(avro_type: Any) -> Any:
     return avro_type
 
 
+_SIMPLE_WRAPPERS = {
+    "boolean": OrderingWrapper.BOOLEAN,
+    "int": OrderingWrapper.INT,
+    "long": OrderingWrapper.LONG,
+    "float": OrderingWrapper.FLOAT,
+    "double": OrderingWrapper.DOUBLE,
+    "bytes": OrderingWrapper.BYTES,
+    "string": OrderingWrapper.STRING,
+}
+
+
+def ordering_wrapper(avro_type: Any, *, consistent_logical_timestamp: bool = False) -> OrderingWrapper:
+    """The wrapper Hudi puts a table's ordering values in, given the ordering field's Avro type.
+
+    Mirrors `HoodieAvroUtils.getNestedFieldVal` + `wrapValueIntoAvro`: date -> DateWrapper,
+    decimal -> DecimalWrapper, timestamps -> LongWrapper of the raw long unless
+    `hoodie.datasource.write.keygenerator.consistent.logical.timestamp.enabled`, when they become
+    TimestampMicrosWrapper.
+    """
+    t = _non_null(avro_type)
+    logical = t.get("logicalType") if isinstance(t, dict) else None
+    base = t.get("type") if isinstance(t, dict) else t
+    if logical == "date" and base == "int":
+        return OrderingWrapper.DATE
+    if logical == "decimal":
+        return OrderingWrapper.DECIMAL
+    if logical in ("timestamp-millis", "timestamp-micros") and base == "long" and consistent_logical_timestamp:
+        return OrderingWrapper.TIMESTAMP_MICROS
+    if isinstance(base, str) and base in _SIMPLE_WRAPPERS:
+        return _SIMPLE_WRAPPERS[base]
+    raise BadRecordError(f"Hudi cannot order records by a field of type {t}")
+
+
 def ordering_value(
     avro_type: Any, value: Any, *, consistent_logical_timestamp: bool = False
 ) -> OrderingValue | None:
     """The ordering value Hudi writes for `value` of a table's ordering field of type `avro_type`.
 
-    Mirrors `HoodieAvroUtils.getNestedFieldVal` + `wrapValueIntoAvro`: date -> DateWrapper,
-    decimal -> DecimalWrapper, timestamps -> LongWrapper of the raw long unless
-    `hoodie.datasource.write.keygenerator.consistent.logical.timestamp.enabled`, when they become
-    TimestampMicrosWrapper. Values are Avro's own: a date as days or `datetime.date`, a
-    timestamp as the stored long. A null value has no ordering value (None).
+    Values are Avro's own: a date as days or `datetime.date`, a timestamp as the stored long. A null
+    value has no ordering value (None).
     """
     if value is None:
         return None
-    t = _non_null(avro_type)
-    logical = t.get("logicalType") if isinstance(t, dict) else None
-    base = t.get("type") if isinstance(t, dict) else t
-    if logical == "date" and base == "int":
-        days = (value - dt.date(1970, 1, 1)).days if isinstance(value, dt.date) else value
-        return OrderingValue(OrderingWrapper.DATE, days)
-    if logical == "decimal":
-        return OrderingValue(OrderingWrapper.DECIMAL, value)
-    if logical in ("timestamp-millis", "timestamp-micros") and base == "long" and consistent_logical_timestamp:
-        micros = value * 1000 if logical == "timestamp-millis" else value
-        return OrderingValue(OrderingWrapper.TIMESTAMP_MICROS, micros)
-    simple = {
-        "boolean": OrderingWrapper.BOOLEAN,
-        "int": OrderingWrapper.INT,
-        "long": OrderingWrapper.LONG,
-        "float": OrderingWrapper.FLOAT,
-        "double": OrderingWrapper.DOUBLE,
-        "bytes": OrderingWrapper.BYTES,
-        "string": OrderingWrapper.STRING,
-    }
-    if isinstance(base, str) and base in simple:
-        return OrderingValue(simple[base], value)
-    raise BadRecordError(f"Hudi cannot order records by a field of type {t}")
+    wrapper = ordering_wrapper(avro_type, consistent_logical_timestamp=consistent_logical_timestamp)
+    if wrapper is OrderingWrapper.DATE and isinstance(value, dt.date):
+        return OrderingValue(wrapper, (value - dt.date(1970, 1, 1)).days)
+    if wrapper is OrderingWrapper.TIMESTAMP_MICROS:
+        logical = _non_null(avro_type).get("logicalType")
+        return OrderingValue(wrapper, value * 1000 if logical == "timestamp-millis" else value)
+    return OrderingValue(wrapper, value)
 
 
 # -- the Avro schema of the content ----------------------------------------------------------------

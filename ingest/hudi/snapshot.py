@@ -23,10 +23,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ingest.errors import LogFormatError
+from ingest.errors import BadRecordError, LogFormatError
 from ingest.hudi import schema as avro
 from ingest.hudi.base_file import read_base_file
-from ingest.hudi.delete_block import OrderingWrapper
+from ingest.hudi.delete_block import OrderingWrapper, ordering_wrapper
 from ingest.hudi.file_system_view import FileSlice
 from ingest.hudi.instant import Action
 from ingest.hudi.log_block import BlockType
@@ -35,35 +35,17 @@ from ingest.hudi.table import HudiTable
 from ingest.storage import Storage
 from ingest.write import precombine as pcb
 
-# The wrapper Hudi's delete blocks use for each Avro type of the ordering field.
-_WRAPPER_FOR_TYPE = {
-    "boolean": OrderingWrapper.BOOLEAN,
-    "int": OrderingWrapper.INT,
-    "long": OrderingWrapper.LONG,
-    "float": OrderingWrapper.FLOAT,
-    "double": OrderingWrapper.DOUBLE,
-    "bytes": OrderingWrapper.BYTES,
-    "string": OrderingWrapper.STRING,
-}
-_WRAPPER_FOR_LOGICAL = {
-    "date": OrderingWrapper.DATE,
-    "decimal": OrderingWrapper.DECIMAL,
-    "time-micros": OrderingWrapper.TIME_MICROS,
-    "timestamp-micros": OrderingWrapper.TIMESTAMP_MICROS,
-}
-
 
 def _ordering_wrapper(schema: avro.AvroSchema, ordering_field: str | None) -> OrderingWrapper | None:
+    """The wrapper a delete's ordering value has when it is comparable with the ordering field's values."""
     if ordering_field is None:
         return None
     for field in schema["fields"]:
         if field["name"] == ordering_field:
-            t = field["type"]
-            if isinstance(t, list):
-                t = next(b for b in t if b != "null")
-            if isinstance(t, dict):
-                return _WRAPPER_FOR_LOGICAL.get(t.get("logicalType")) or _WRAPPER_FOR_TYPE.get(t.get("type"))
-            return _WRAPPER_FOR_TYPE.get(t)
+            try:
+                return ordering_wrapper(field["type"])
+            except BadRecordError:
+                return None
     return None
 
 
