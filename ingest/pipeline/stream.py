@@ -1,0 +1,219 @@
+"""The Kafka stream: Kafka → decode → Hudi, one commit per micro-batch, exactly once.
+
+Per batch (a `foreachBatch` function): the Kafka rows are decoded once (cached); messages that do
+not decode go to the quarantine (or fail the batch, naming the first: `stream.on_error: fail`);
+the records go to `HudiSink`, which keys them (quarantining what cannot be keyed), turns tombstones
+into deletes of their keys, and commits, recording Spark's batch id under the checkpoint
+identifier. The order makes a crash anywhere safe: the quarantine is written first, under names a
+replay rewrites; Spark records the batch as done only after the commit; and a batch replayed after
+a crash that hit between the two is recognised by the sink and skipped. Table services run after
+each commit, under the writer lease the sink holds for the whole run.
+
+The query runs with the configured trigger, or `available_now` (read what Kafka has now, in batches
+of at most `max_offsets_per_trigger`, then stop). SIGTERM or Ctrl-C stop it between batches
+(`ingest.pipeline.stopping`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from pyspark.errors import StreamingQueryException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import StreamingQuery
+
+from ingest.config.pipeline import OnError, PipelineConfig
+from ingest.errors import ConfigError, IngestError
+from ingest.pipeline import undecodable
+from ingest.pipeline.checkpoint import check_fresh_start
+from ingest.pipeline.inline_services import InlineServices
+from ingest.pipeline.metrics import BatchReport, ProgressListener, measure_lag
+from ingest.pipeline.session import spark_session
+from ingest.pipeline.stopping import BatchGate, StopRequested, stop_on_signals
+from ingest.spark.decode import decode
+from ingest.spark.kafka_source import kafka_stream
+from ingest.spark.sink import HudiSink
+from ingest.storage import Storage
+from ingest.write.commit import BatchId
+
+log = logging.getLogger(__name__)
+
+CONFIG_METADATA_KEY = "ingest.config"
+RECENT_REPORTS = 1000
+POLL_SECONDS = 0.5
+
+
+@dataclass
+class StreamRun:
+    """What a run of the stream did. `recent` keeps the last reports (a stream may run for months)."""
+
+    batches: int = 0
+    commits: int = 0
+    messages: int = 0
+    written: int = 0
+    deleted: int = 0
+    quarantined: int = 0
+    stopped_by: str | None = None           # the signal that stopped it, if one did
+    recent: deque[BatchReport] = field(default_factory=lambda: deque(maxlen=RECENT_REPORTS))
+
+    def add(self, report: BatchReport) -> None:
+        self.batches += 1
+        self.commits += report.commit.instant is not None
+        self.messages += report.messages
+        self.written += report.commit.counts.get("upserts", 0)
+        self.deleted += report.commit.counts.get("deletes", 0)
+        self.quarantined += report.quarantined
+        self.recent.append(report)
+
+    def summary(self) -> str:
+        how = f"stopped on {self.stopped_by}" if self.stopped_by else "finished"
+        return (f"stream {how}: {self.batches} batch(es), {self.commits} commit(s), {self.messages} message(s), "
+                f"{self.written} written, {self.deleted} deleted, {self.quarantined} quarantined")
+
+
+class StreamBatch:
+    """The `foreachBatch` function: one micro-batch from Kafka rows to a commit."""
+
+    def __init__(self, config: PipelineConfig, spark: SparkSession, sink: HudiSink, services: InlineServices,
+                 gate: BatchGate, run: StreamRun):
+        assert config.source.kafka is not None and config.source.decoder is not None
+        self.config = config
+        self.spark = spark
+        self.sink = sink
+        self.services = services
+        self.gate = gate
+        self.run = run
+        self.kafka_options = config.source.kafka.spark_options()
+        self.quarantine = (Storage(config.quarantine.path, config.table.storage_options)
+                           if config.stream.on_error is OnError.QUARANTINE else None)
+        self.metadata = {CONFIG_METADATA_KEY: json.dumps(config.redacted(), sort_keys=True, separators=(",", ":"),
+                                                         default=str)}
+        self.failure: BaseException | None = None
+
+    def __call__(self, df: DataFrame, batch_id: int) -> None:
+        try:
+            with self.gate.batch(batch_id):
+                self.run.add(self.write(df, int(batch_id)))
+        except BaseException as e:
+            self.failure = e
+            raise
+
+    def write(self, df: DataFrame, batch_id: int) -> BatchReport:
+        config = self.config
+        spark_context = self.spark.sparkContext
+        spark_context.setJobDescription(f"ingest: batch {batch_id} into {config.table.name}")
+        t0 = time.monotonic()
+        with decode(df, config.source.decoder) as decoded:
+            if self.quarantine is not None:
+                undecodable_count = undecodable.set_aside(decoded.errors, self.quarantine, str(batch_id))
+            else:
+                undecodable.fail_if_any(decoded.errors)
+                undecodable_count = 0
+            t1 = time.monotonic()
+            result = self.sink.write(decoded.records, batch=BatchId(config.write.checkpoint_id, batch_id),
+                                     extra_metadata=self.metadata)
+            self.sink.results.clear()  # reports are kept here, bounded
+        t2 = time.monotonic()
+        lag = measure_lag(self.spark, config.stream.checkpoint, batch_id, self.kafka_options)
+        durations = {"read_decode": t1 - t0}
+        services = self.services.last if result.instant is not None else None
+        if services is not None:
+            durations["services"] = sum(services.durations.values())
+        durations["batch"] = t2 - t0
+        report = BatchReport(batch_id=batch_id, commit=result, messages=result.rows_in + undecodable_count,
+                             undecodable=undecodable_count, lag=lag, services=services, durations=durations)
+        log.info(report.log_line())
+        return report
+
+
+def _trigger(config: PipelineConfig, available_now: bool) -> dict:
+    if available_now or config.stream.trigger.available_now:
+        return {"availableNow": True}
+    return config.stream.trigger.spark_kwargs()
+
+
+def _wait(query: StreamingQuery, gate: BatchGate) -> None:
+    """Until the query ends by itself (available-now drained, or failed) or a stop is asked for."""
+    while True:
+        try:
+            if query.awaitTermination(POLL_SECONDS):
+                return
+        except StreamingQueryException:
+            return  # the caller looks at why
+        if gate.stopping:
+            log.info("%s received: letting the current batch finish, then stopping "
+                     "(send it again to stop at once)", gate.reason)
+            gate.wait_idle()
+            query.stop()
+            return
+
+
+_PYTHON_ERROR = re.compile(r"^(?:[\w.]+\.)?(\w+(?:Error|Exception)): (.+)$")
+
+
+def _query_failure(exc: BaseException) -> IngestError:
+    """A failure outside the batch function (the Kafka source, Spark itself) as one line: the innermost
+    Python error Spark's message carries, else its first line. Spark has logged the whole trace."""
+    text = str(exc).split("JVM stacktrace:")[0]
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    inner = [m for m in (_PYTHON_ERROR.match(line) for line in lines) if m]
+    detail = f"{inner[-1].group(1)}: {inner[-1].group(2)}" if inner else (lines[0] if lines else type(exc).__name__)
+    error = IngestError(f"the streaming query failed: {detail}")
+    error.__cause__ = exc
+    return error
+
+
+def stream(config: PipelineConfig, *, available_now: bool = False, spark: SparkSession | None = None) -> StreamRun:
+    """Run the configured Kafka stream until it drains (available-now), fails, or is stopped by a signal."""
+    kafka = config.source.kafka
+    if kafka is None or config.source.decoder is None:
+        raise ConfigError("ingest stream reads Kafka (source.kafka); this configuration reads files "
+                          "(source.files): run it with ingest backfill", source=config.origin, key="source")
+    created = False
+    if spark is None:
+        spark, created = spark_session(config)
+    try:
+        check_fresh_start(spark, config)
+    except ConfigError:
+        if created:
+            spark.stop()
+        raise
+    run = StreamRun()
+    gate = BatchGate()
+    sink: HudiSink | None = None
+    services = InlineServices(config.table.path, config.table.storage_options, config.services, spark,
+                              lock=lambda: sink.lock if sink is not None else None)
+    sink = HudiSink(config.write, spark=spark, on_error=config.stream.on_error.value,
+                    quarantine_path=config.quarantine.path, after_commit=services)
+    batch = StreamBatch(config, spark, sink, services, gate, run)
+    listener = ProgressListener()
+    spark.streams.addListener(listener)
+    try:
+        with stop_on_signals(gate.request_stop):
+            frame = kafka_stream(spark, kafka.spark_options(), implementation=kafka.implementation)
+            trigger = _trigger(config, available_now)
+            query = (frame.writeStream.queryName(f"ingest-{config.table.name}").foreachBatch(batch)
+                     .option("checkpointLocation", config.stream.checkpoint).trigger(**trigger).start())
+            log.info("streaming %s into %s (checkpoint %s, trigger %s)", ",".join(kafka.topics) or kafka.topic_pattern,
+                     config.table.path, config.stream.checkpoint,
+                     "available-now" if "availableNow" in trigger else trigger["processingTime"])
+            _wait(query, gate)
+        failure = batch.failure
+        if isinstance(failure, StopRequested) or (failure is None and gate.stopping):
+            run.stopped_by = gate.reason
+        elif failure is not None:
+            raise failure
+        elif query.exception() is not None:
+            raise _query_failure(query.exception())
+        log.info(run.summary())
+        return run
+    finally:
+        spark.streams.removeListener(listener)
+        sink.close()
+        if created:
+            spark.stop()
