@@ -80,23 +80,21 @@ def _read(storage: Storage, segment: Segment) -> pa.Table:
     return pq.read_table(io.BytesIO(storage.read(segment.path)))
 
 
-def _latest_per_identity(table: pa.Table, global_scope: bool) -> pa.Table:
-    """One row per key (global) or per (key, partition): the row of the latest instant."""
-    if table.num_rows == 0:
-        return table
-    idx = pa.array(range(table.num_rows), pa.int64())
-    keyed = table.append_column("__i", idx)
-    sort_keys = [(KEY, "ascending")] + ([] if global_scope else [(PARTITION, "ascending")])
-    sort_keys += [(INSTANT, "ascending"), ("__i", "ascending")]
-    ordered = keyed.take(pc.sort_indices(keyed, sort_keys=sort_keys))
-    keys = ordered.column(KEY)
-    same_next = pc.equal(keys.slice(1), keys.slice(0, len(keys) - 1))
-    if not global_scope:
-        parts = ordered.column(PARTITION)
-        same_next = pc.and_(same_next, pc.equal(parts.slice(1), parts.slice(0, len(parts) - 1)))
-    last = pc.invert(pa.concat_arrays([c for c in same_next.chunks] or [pa.array([], pa.bool_())]))
-    last = pa.concat_arrays([last, pa.array([True])])
-    return ordered.filter(last).drop_columns(["__i"])
+def _identity(table: pa.Table, global_scope: bool):
+    if global_scope:
+        return table.column(KEY)
+    return pc.binary_join_element_wise(table.column(KEY), table.column(PARTITION), "\x00")
+
+
+def _apply(base: pa.Table, changes: pa.Table, global_scope: bool) -> pa.Table:
+    """`base` (one row per identity) with `changes` (one row per identity) applied: a hash anti-join,
+    so a batch costs time in the shard's size without sorting it."""
+    if changes.num_rows == 0:
+        return base
+    if base.num_rows == 0:
+        return changes
+    replaced = pc.is_in(_identity(base, global_scope), value_set=_identity(changes, global_scope).combine_chunks())
+    return pa.concat_tables([base.filter(pc.invert(replaced)), changes])
 
 
 @dataclass(frozen=True)
@@ -168,9 +166,10 @@ class KeyStateStore:
         key = self._cache_key(shard)
         table = self._from_cache(key, wanted)
         if table is None:
-            tables = [self._conform(_read(self.storage, s)) for s in segments]
-            table = pa.concat_tables(tables) if tables else self.schema.empty_table()
-            table = _latest_per_identity(table, self.global_scope)
+            # Each segment holds an identity once; applying them in order keeps the latest version.
+            table = self.schema.empty_table()
+            for segment in segments:
+                table = _apply(table, self._conform(_read(self.storage, segment)), self.global_scope)
         _CACHE.put(key, wanted, table)
         return ShardState(shard, table, wanted)
 
@@ -186,8 +185,9 @@ class KeyStateStore:
         if have == wanted:
             return table
         if wanted[: len(have)] == have and all(s.kind == "delta" for s in wanted[len(have):]):
-            news = [self._conform(_read(self.storage, s)) for s in wanted[len(have):]]
-            return _latest_per_identity(pa.concat_tables([table, *news]), self.global_scope)
+            for segment in wanted[len(have):]:
+                table = _apply(table, self._conform(_read(self.storage, segment)), self.global_scope)
+            return table
         return None
 
     def _conform(self, table: pa.Table) -> pa.Table:
@@ -202,7 +202,7 @@ class KeyStateStore:
     def write(self, state: ShardState, changes: pa.Table, instant: str) -> Segment:
         """Write this instant's changes to the shard, folding deltas into a base when there are many."""
         changes = self._conform(changes)
-        merged = _latest_per_identity(pa.concat_tables([state.table, changes]), self.global_scope)
+        merged = _apply(state.table, changes, self.global_scope)
         if state.deltas_since_base + 1 > MAX_DELTAS:
             segment = self._put(Segment(state.shard, instant, "base"), merged)
         else:
