@@ -43,6 +43,9 @@ DEFAULT_CONF: Mapping[str, str] = {
     "spark.sql.shuffle.partitions": "4",
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # Records cross into Python in Arrow batches; 10,000 rows (Spark's default) means a round trip per
+    # 10,000 rows, which costs more than the work on them in the write tasks.
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
     # Retried or speculative attempts write files under their own write token; speculation would
     # only multiply them, so it stays off.
     "spark.speculation": "false",

@@ -191,8 +191,10 @@ def bucket_task(plan: WritePlan, records: pa.Table, task: TaskIdentity) -> TaskR
         combined = pcb.precombine(group, plan.ordering_field, global_scope=False)
         resolved = resolve(combined, state.table, plan.ordering_field, plan.event_time, global_scope=False)
         upserts = resolved.upserts
-        file_ids = [plan.bucket_file_id(p, bucket) for p in upserts.column(pcb.PARTITION).to_pylist()]
-        upserts = upserts.set_column(upserts.schema.get_field_index(FILE_ID), FILE_ID, pa.array(file_ids, pa.string()))
+        partitions = upserts.column(pcb.PARTITION).combine_chunks().dictionary_encode()
+        ids = pa.array([plan.bucket_file_id(p, bucket) for p in partitions.dictionary.to_pylist()], pa.string())
+        file_ids = pa.DictionaryArray.from_arrays(partitions.indices, ids).cast(pa.string())
+        upserts = upserts.set_column(upserts.schema.get_field_index(FILE_ID), FILE_ID, file_ids)
         deletes = resolved.deletes
         by_partition = {p: part for (p,), part in _groups(upserts, [pcb.PARTITION])}
         delete_partitions = set(deletes.column(pcb.PARTITION).to_pylist())
