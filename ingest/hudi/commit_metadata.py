@@ -13,8 +13,10 @@ reads both.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -224,8 +226,31 @@ def jackson_dumps(value: Any) -> str:
     return "".join(out)
 
 
+_PLAIN_TEXT = re.compile(r'[^"\\\x00-\x1f]*')  # nothing json.dumps(ensure_ascii=False) would escape
+
+
+@functools.lru_cache(maxsize=4096)
+def _key_text(key: str) -> str:
+    return _text(key)
+
+
+def _text(value: str) -> str:
+    """A JSON string: plain ASCII as is (the common case, fast), anything else through `json.dumps`."""
+    if _PLAIN_TEXT.fullmatch(value):
+        return '"' + value + '"'
+    return json.dumps(value, ensure_ascii=False)
+
+
 def _write(value: Any, depth: int, out: list[str]) -> None:
-    if isinstance(value, Mapping):
+    if isinstance(value, str):
+        out.append(_text(value))
+    elif value is None:
+        out.append("null")
+    elif value is True or value is False:
+        out.append("true" if value else "false")
+    elif isinstance(value, int):
+        out.append(str(value))
+    elif isinstance(value, Mapping):
         if not value:
             out.append("{ }")
             return
@@ -235,7 +260,7 @@ def _write(value: Any, depth: int, out: list[str]) -> None:
         for key, item in value.items():
             out.append(inner if first else "," + inner)
             first = False
-            out.append(json.dumps(str(key), ensure_ascii=False))
+            out.append(_key_text(str(key)))
             out.append(" : ")
             _write(item, depth + 1, out)
         out.append("\n" + "  " * depth + "}")

@@ -22,20 +22,18 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import AccumulatorParam, StorageLevel, TaskContext
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.functions import arrow_udf
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
 from ingest.errors import BadRecordError
-from ingest.hudi.bucket_index import bucket_ids
 from ingest.hudi.commit_metadata import WriteStat
-from ingest.hudi.key_generator import compute_record_keys
+from ingest.spark import routing
+from ingest.spark.routing import ROUTE
 from ingest.storage import Storage
 from ingest.write import batch as batch_mod
 from ingest.write import precombine as pcb
@@ -49,7 +47,6 @@ from ingest.write.plan import WritePlan
 
 log = logging.getLogger(__name__)
 
-ROUTE = "_ingest_route"
 RESULTS_KEPT = 100  # recent batch results a long-running sink keeps for its caller
 RESULT_SCHEMA = StructType.fromJson({"type": "struct", "fields": [
     {"name": "result", "type": "string", "nullable": False, "metadata": {}},
@@ -169,26 +166,9 @@ class SparkEngine:
     # -- stages -----------------------------------------------------------------------------------
 
     def _routed(self, plan: WritePlan, prepared: PreparedFrame) -> DataFrame:
-        """The batch with its route (bucket or key shard), computed from the record-key columns alone.
-
-        Only those columns cross into Python here; the JVM then shuffles whole rows by route, and
-        the tasks after the shuffle do everything else.
-        """
-        spec = prepared.options.keygen
-        columns = sorted({f.split(".")[0] for f in spec.record_key_fields})
-
-        @arrow_udf("int")
-        def route(*arrays: pa.Array) -> pa.Array:
-            batch = pa.RecordBatch.from_arrays(list(arrays), names=columns)
-            keys = compute_record_keys(batch, spec)
-            if plan.index_type is IndexType.BUCKET:
-                ids = bucket_ids(pc.fill_null(keys, ""), plan.hash_fields, plan.bucket_count)
-            else:
-                ids = tasks.key_shards(pc.fill_null(keys, ""), plan.shards)
-            # Rows that cannot be keyed all go to route -1; the task that gets them reports them.
-            return pc.if_else(pc.is_null(keys), -1, pa.array(ids.astype(np.int32)))
-
-        return prepared.df.withColumn(ROUTE, route(*[F.col(c) for c in columns]))
+        """The batch with its route (bucket or key shard), computed from the record-key columns alone;
+        the JVM then shuffles whole rows by route, and the tasks after the shuffle do everything else."""
+        return routing.with_routes(prepared.df, prepared.options.keygen, plan)
 
     def _prepare_fn(self, plan: WritePlan, prepared: PreparedFrame, counters):
         """Prepare a task's rows (keys, deletes, conformed types); quarantine or fail on bad ones."""
@@ -199,6 +179,7 @@ class SparkEngine:
         batch_label = self.batch_label
 
         def prepare(table: pa.Table, task: TaskIdentity) -> pa.Table:
+            routing.check_routes(table, options.keygen, plan)
             table = table.drop_columns([ROUTE])
             done = rec.prepare(table, options.keygen, ordering_field=ordering_field,
                                delete_flag_column=options.delete_flag_column,

@@ -1,0 +1,217 @@
+"""Each row's route, the bucket or key shard whose task writes it, as a Spark column.
+
+Routing decides which task writes each file group, so it must agree exactly with the bucket the
+write task computes (`ingest.hudi.bucket_index`) and with the key shard the key index uses
+(`ingest.write.tasks.key_shards`). When every record-key field is a string, integer or boolean
+column, Spark's string of the value is the one Hudi keys by, and the route is computed in the JVM:
+Java's own `String.hashCode` (through `reflect`), Hudi's cut of complex keys, `List.hashCode`. Rows
+then never cross into Python before the shuffle. Other key types (doubles, decimals, dates,
+timestamps) take a vectorized Python UDF over the key columns. Either way the write task checks the
+route it was given against its own (`check_routes`): a disagreement fails the batch, naming the key,
+instead of letting two tasks write one file group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.functions import arrow_udf
+from pyspark.sql.types import (
+    BooleanType,
+    ByteType,
+    DataType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    StructType,
+)
+
+from ingest.hudi.bucket_index import bucket_ids
+from ingest.hudi.key_generator import (
+    EMPTY_PLACEHOLDER,
+    NULL_PLACEHOLDER,
+    KeyGeneratorSpec,
+    compute_record_keys,
+)
+from ingest.write import tasks
+from ingest.write.options import IndexType
+from ingest.write.plan import WritePlan
+
+ROUTE = "_ingest_route"
+UNKEYED = -1  # rows without a record key: the task that gets them reports them
+
+_JVM_KEY_TYPES = (StringType, IntegerType, LongType, ShortType, ByteType, BooleanType)
+
+
+def python_routes(table: pa.Table | pa.RecordBatch, spec: KeyGeneratorSpec, plan: WritePlan) -> pa.Array:
+    """The route of each row as the write tasks compute it (int32; -1 where a row has no key)."""
+    batch = table if isinstance(table, pa.RecordBatch) else _one_batch(table)
+    keys = compute_record_keys(batch, spec)
+    filled = pc.fill_null(keys, "")
+    if plan.index_type is IndexType.BUCKET:
+        ids = bucket_ids(filled, plan.hash_fields, plan.bucket_count)
+    else:
+        ids = tasks.key_shards(filled, plan.shards)
+    return pc.if_else(pc.is_null(keys), UNKEYED, pa.array(ids.astype(np.int32)))
+
+
+def _one_batch(table: pa.Table) -> pa.RecordBatch:
+    batches = table.combine_chunks().to_batches()
+    return batches[0] if batches else pa.RecordBatch.from_pylist([], schema=table.schema)
+
+
+def check_routes(table: pa.Table, spec: KeyGeneratorSpec, plan: WritePlan) -> None:
+    """Fail if any row reached this task under a route other than its own."""
+    given = table.column(ROUTE).combine_chunks()
+    keyed = table.select(_key_columns(spec))
+    own = python_routes(keyed, spec, plan)
+    wrong = pc.not_equal(given, own)
+    if pc.any(wrong).as_py():
+        row = int(pc.index(wrong, True).as_py())
+        keys = compute_record_keys(_one_batch(keyed.slice(row, 1)), spec)
+        raise RuntimeError(
+            f"record key {keys[0].as_py()!r} was routed to {given[row].as_py()} but belongs to "
+            f"{own[row].as_py()}; nothing of this batch is committed (please report this key)")
+
+
+def with_routes(df: DataFrame, spec: KeyGeneratorSpec, plan: WritePlan) -> DataFrame:
+    """`df` with its route column: in the JVM when the key types allow, else through a Python UDF."""
+    column = jvm_route(df.schema, spec, plan)
+    if column is None:
+        column = _python_route(spec, plan)
+    return df.withColumn(ROUTE, column)
+
+
+def _key_columns(spec: KeyGeneratorSpec) -> list[str]:
+    return sorted({f.split(".")[0] for f in spec.record_key_fields})
+
+
+def _python_route(spec: KeyGeneratorSpec, plan: WritePlan) -> Column:
+    columns = _key_columns(spec)
+
+    @arrow_udf("int")
+    def route(*arrays: pa.Array) -> pa.Array:
+        return python_routes(pa.RecordBatch.from_arrays(list(arrays), names=columns), spec, plan)
+
+    return route(*[F.col(c) for c in columns])
+
+
+# -- the JVM route -------------------------------------------------------------------------------------
+
+
+def _field_type(schema: StructType, path: str) -> DataType | None:
+    dtype: DataType = schema
+    for part in path.split("."):
+        if not isinstance(dtype, StructType) or part not in dtype.fieldNames():
+            return None
+        dtype = dtype[part].dataType
+    return dtype
+
+
+def jvm_route(schema: StructType, spec: KeyGeneratorSpec, plan: WritePlan) -> Column | None:
+    """The route as a JVM expression, or None when a key field's type needs the Python route."""
+    fields = spec.record_key_fields
+    if not fields or any(not isinstance(_field_type(schema, f), _JVM_KEY_TYPES) for f in fields):
+        return None
+    if any(":" in f or "," in f for f in fields):
+        return None  # such names would change how Hudi cuts the key
+    values = [F.col(f).cast("string") for f in fields]
+    if spec.plain_record_key:
+        key = values[0]
+        unkeyed = key.isNull() | (key == "")
+    else:
+        key = F.concat_ws(",", *[
+            F.concat(F.lit(f + ":"), F.when(v.isNull(), F.lit(NULL_PLACEHOLDER))
+                     .when(v == "", F.lit(EMPTY_PLACEHOLDER)).otherwise(v))
+            for f, v in zip(fields, values, strict=True)])
+        unkeyed = F.lit(True)
+        for v in values:
+            unkeyed = unkeyed & (v.isNull() | (v == ""))
+    if plan.index_type is IndexType.BUCKET:
+        if spec.plain_record_key:
+            list_hash = _plain_key_hash(key, plan.hash_fields)
+        else:
+            list_hash = _complex_key_hash(key, fields, values, plan.hash_fields)
+        code = list_hash.bitwiseAND(F.lit(0x7FFFFFFF)) % F.lit(plan.bucket_count)
+    else:
+        code = _java_hash(key).bitwiseAND(F.lit(0x7FFFFFFF)) % F.lit(plan.shards)
+    return F.when(unkeyed, F.lit(UNKEYED)).otherwise(code).cast("int")
+
+
+def _step(acc: Column, element_hash: Column) -> Column:
+    """One step of `List.hashCode` on longs, masked to 32 bits so that nothing overflows."""
+    return (acc * 31 + element_hash).bitwiseAND(F.lit(0xFFFFFFFF).cast("long"))
+
+
+def _java_hash(text: Column) -> Column:
+    """Java's own `Objects.hashCode(text)` as a long (null hashes to 0, as in `List.hashCode`).
+
+    `reflect` is a non-deterministic expression to Spark, which initializes it only outside lambda
+    functions; inside them `_sql_java_hash` is used.
+    """
+    hashed = F.call_function("reflect", F.lit("java.util.Objects"), F.lit("hashCode"), text)
+    return F.coalesce(hashed.cast("long"), F.lit(0).cast("long"))
+
+
+def _sql_java_hash(text: Column) -> Column:
+    """`String.hashCode` from the string's UTF-16 code units, in plain SQL (slow; rare keys only)."""
+    units = F.hex(F.encode(text, "UTF-16BE"))
+    count = F.length(units) / 4
+    hashed = F.aggregate(
+        F.sequence(F.lit(0), count.cast("int") - 1), F.lit(0).cast("long"),
+        lambda acc, i: _step(acc, F.conv(F.substring(units, i * 4 + 1, 4), 16, 10).cast("long")))
+    return F.when(text.isNull() | (text == ""), F.lit(0).cast("long")).otherwise(hashed)
+
+
+def _value_hash(value: Column, hasher=_java_hash) -> Column:
+    """Hash of a key value as Hudi's cut reads it: its null and empty placeholders hash to 0."""
+    blank = value.isNull() | value.isin("", NULL_PLACEHOLDER, EMPTY_PLACEHOLDER)
+    return F.when(blank, F.lit(0).cast("long")).otherwise(hasher(value))
+
+
+def _plain_key_hash(key: Column, hash_fields: Sequence[str]) -> Column:
+    """`List.hashCode` of `hash_key_values(key)` for a bare key value."""
+    one = F.lit(1).cast("long")
+    colon = F.instr(key, ":")
+    field = F.substring_index(key, ":", 1)
+    kept = F.lit(True) if not hash_fields else field.isin(*hash_fields)
+    single_part = F.when(kept, _step(one, _value_hash(F.substring(key, colon + 1, 1 << 30)))).otherwise(one)
+    return (F.when(colon == 0, _step(one, _java_hash(key)))
+            .when(F.instr(key, ",") == 0, single_part)
+            .otherwise(_cut_key_hash(key, hash_fields)))
+
+
+def _complex_key_hash(key: Column, fields: Sequence[str], values: Sequence[Column],
+                      hash_fields: Sequence[str]) -> Column:
+    """`List.hashCode` of `hash_key_values(key)` for `f1:v1,f2:v2`: straight from the values unless one
+    holds a comma (which cuts the key elsewhere)."""
+    acc = F.lit(1).cast("long")
+    for field, value in zip(fields, values, strict=True):
+        if not hash_fields or field in hash_fields:
+            acc = _step(acc, _value_hash(value))
+    comma = F.lit(False)
+    for value in values:
+        comma = comma | F.coalesce(F.instr(value, ",") > 0, F.lit(False))
+    return F.when(comma, _cut_key_hash(key, hash_fields)).otherwise(acc)
+
+
+def _cut_key_hash(key: Column, hash_fields: Sequence[str]) -> Column:
+    """The general cut: Java's split on commas (trailing empties dropped), each part at its first colon."""
+    parts = F.split(F.regexp_replace(key, ",+$", ""), ",", -1)
+
+    def element(part: Column) -> Column:
+        colon = F.instr(part, ":")
+        field = F.substring_index(part, ":", 1)
+        kept = F.lit(True) if not hash_fields else field.isin(*hash_fields)
+        return F.when(colon == 0, F.struct(F.lit(True).alias("kept"), _sql_java_hash(part).alias("h"))) \
+            .otherwise(F.struct(kept.alias("kept"),
+                                _value_hash(F.substring(part, colon + 1, 1 << 30), _sql_java_hash).alias("h")))
+
+    hashes = F.transform(F.filter(F.transform(parts, element), lambda e: e["kept"]), lambda e: e["h"])
+    return F.aggregate(hashes, F.lit(1).cast("long"), _step)
