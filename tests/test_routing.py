@@ -74,20 +74,60 @@ def test_integer_and_boolean_keys_route_in_the_jvm(spark):
     _all_routes_agree(spark, table, PLANS, FIELD_LISTS + ("b",))
 
 
+def _routes_by_task(df, spec, plan, tasks_count: int) -> list[tuple[int, int]]:
+    """(task, row's own route) for every row, as the write tasks receive them."""
+    from pyspark import TaskContext
+
+    def report(batches):
+        task = TaskContext.get().partitionId()
+        for batch in batches:
+            table = routing.check_task(pa.Table.from_batches([batch]), spec, plan, tasks_count, task)
+            own = routing.python_routes(table, spec, plan).to_pylist()
+            yield pa.RecordBatch.from_pydict({"task": pa.array([task] * len(own), pa.int32()),
+                                              "route": pa.array(own, pa.int32())})
+
+    return [(r["task"], r["route"]) for r in
+            routing.shuffled(df, spec, plan, tasks_count).mapInArrow(report, "task int, route int").collect()]
+
+
+@pytest.mark.parametrize("tasks_count", [1, 2, 3, 8])
+def test_each_task_gets_exactly_the_routes_it_owns(spark, tasks_count):
+    spark.conf.set("spark.sql.adaptive.enabled", "false")  # as the sink runs its jobs
+    try:
+        df = spark.range(600).selectExpr("concat('key-', cast(id as string)) as id", "cast(id % 3 as string) as b")
+        df = df.union(spark.createDataFrame([(None, "x")], "id string, b string"))
+        for plan in (PLANS[0], PLANS[3]):
+            got = _routes_by_task(df, _spec("id"), plan, tasks_count)
+            assert len(got) == 601
+            assert all(task == route % tasks_count for task, route in got)
+            routes = {route for _, route in got}
+            assert len({task for task, _ in got}) == min(tasks_count, len(routes))
+    finally:
+        spark.conf.unset("spark.sql.adaptive.enabled")
+
+
 def test_other_key_types_take_the_python_route(spark):
-    df = spark.createDataFrame([(1.5, "x")], "id double, b string")
+    df = spark.createDataFrame([(1.5, "x"), (2.5, "y"), (None, "z")], "id double, b string")
     assert routing.jvm_route(df.schema, _spec("id"), PLANS[0]) is None
-    routed = routing.with_routes(df, _spec("id"), PLANS[0])
-    table = pa.table({"id": pa.array([1.5]), "b": pa.array(["x"])})
-    assert [r[0] for r in routed.select(routing.ROUTE).collect()] == routing.python_routes(
-        table, _spec("id"), PLANS[0]).to_pylist()
+    spark.conf.set("spark.sql.adaptive.enabled", "false")
+    try:
+        got = _routes_by_task(df, _spec("id"), PLANS[0], 2)
+    finally:
+        spark.conf.unset("spark.sql.adaptive.enabled")
+    assert sorted(route for _, route in got) == sorted(routing.python_routes(
+        pa.table({"id": pa.array([1.5, 2.5, None]), "b": pa.array(["x", "y", "z"])}), _spec("id"), PLANS[0]).to_pylist())
+    assert all(task == route % 2 for task, route in got)
 
 
-def test_a_task_given_a_row_of_another_route_fails_naming_the_key():
+def test_a_task_given_a_row_it_does_not_own_fails_naming_the_key():
     spec, plan = _spec("id"), PLANS[0]
-    table = pa.table({"id": pa.array(["k1", "k2"])})
-    routes = routing.python_routes(table, spec, plan).to_pylist()
-    routing.check_routes(table.append_column(routing.ROUTE, pa.array(routes, pa.int32())), spec, plan)
-    wrong = [routes[0], (routes[1] + 1) % plan.bucket_count]
-    with pytest.raises(RuntimeError, match="'k2' was routed to"):
-        routing.check_routes(table.append_column(routing.ROUTE, pa.array(wrong, pa.int32())), spec, plan)
+    keys = [f"k{i}" for i in range(20)]
+    table = pa.table({"id": pa.array(keys), routing.SLOT: pa.array([0] * len(keys), pa.int32())})
+    owners = [route % 2 for route in routing.python_routes(table, spec, plan).to_pylist()]
+    assert len(set(owners)) == 2, "twenty keys spread over both tasks"
+    mine = table.filter(pa.array([owner == owners[0] for owner in owners]))
+    kept = routing.check_task(mine, spec, plan, 2, owners[0])
+    assert kept.column_names == ["id"] and kept.num_rows == mine.num_rows
+    stranger = keys[owners.index(1 - owners[0])]
+    with pytest.raises(RuntimeError, match=rf"record key '{stranger}' \(route \d+\) reached write task {owners[0]}"):
+        routing.check_task(table, spec, plan, 2, owners[0])

@@ -6,14 +6,17 @@ write task computes (`ingest.hudi.bucket_index`) and with the key shard the key 
 column, Spark's string of the value is the one Hudi keys by, and the route is computed in the JVM:
 Java's own `String.hashCode` (through `reflect`), Hudi's cut of complex keys, `List.hashCode`. Rows
 then never cross into Python before the shuffle. Other key types (doubles, decimals, dates,
-timestamps) take a vectorized Python UDF over the key columns. Either way the write task checks the
-route it was given against its own (`check_routes`): a disagreement fails the batch, naming the key,
-instead of letting two tasks write one file group.
+timestamps) take a vectorized Python UDF over the key columns. Either way each write task checks
+that every row it received has a route it owns (`check_task`): anything else fails the batch,
+naming the key, instead of letting two tasks write one file group.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Sequence
+from types import SimpleNamespace
 
 import numpy as np
 import pyarrow as pa
@@ -43,7 +46,7 @@ from ingest.write import tasks
 from ingest.write.options import IndexType
 from ingest.write.plan import WritePlan
 
-ROUTE = "_ingest_route"
+SLOT = "_ingest_slot"
 UNKEYED = -1  # rows without a record key: the task that gets them reports them
 
 _JVM_KEY_TYPES = (StringType, IntegerType, LongType, ShortType, ByteType, BooleanType)
@@ -66,26 +69,63 @@ def _one_batch(table: pa.Table) -> pa.RecordBatch:
     return batches[0] if batches else pa.RecordBatch.from_pylist([], schema=table.schema)
 
 
-def check_routes(table: pa.Table, spec: KeyGeneratorSpec, plan: WritePlan) -> None:
-    """Fail if any row reached this task under a route other than its own."""
-    given = table.column(ROUTE).combine_chunks()
+def check_task(table: pa.Table, spec: KeyGeneratorSpec, plan: WritePlan, tasks_count: int, task: int) -> pa.Table:
+    """The task's rows without their slot; fails if any row's own route belongs to another task.
+
+    A route computed differently in the JVM is harmless as long as the row reaches the task that
+    owns its route; anything else could let two tasks write one file group.
+    """
     keyed = table.select(_key_columns(spec))
     own = python_routes(keyed, spec, plan)
-    wrong = pc.not_equal(given, own)
+    owner = pa.array(np.mod(own.to_numpy(zero_copy_only=False), tasks_count))  # pmod, as Spark placed it
+    wrong = pc.not_equal(owner, task)
     if pc.any(wrong).as_py():
         row = int(pc.index(wrong, True).as_py())
         keys = compute_record_keys(_one_batch(keyed.slice(row, 1)), spec)
         raise RuntimeError(
-            f"record key {keys[0].as_py()!r} was routed to {given[row].as_py()} but belongs to "
-            f"{own[row].as_py()}; nothing of this batch is committed (please report this key)")
+            f"record key {keys[0].as_py()!r} (route {own[row].as_py()}) reached write task {task} "
+            f"instead of {owner[row].as_py()}; nothing of this batch is committed (please report this key)")
+    return table.drop_columns([SLOT])
 
 
-def with_routes(df: DataFrame, spec: KeyGeneratorSpec, plan: WritePlan) -> DataFrame:
-    """`df` with its route column: in the JVM when the key types allow, else through a Python UDF."""
-    column = jvm_route(df.schema, spec, plan)
-    if column is None:
-        column = _python_route(spec, plan)
-    return df.withColumn(ROUTE, column)
+def shuffled(df: DataFrame, spec: KeyGeneratorSpec, plan: WritePlan, tasks_count: int) -> DataFrame:
+    """`df` shuffled so that write task `i` gets exactly the rows whose route `r` has `r % tasks_count == i`.
+
+    Routes are computed in the JVM when the key types allow, else through a Python UDF. Spark
+    places a row by `pmod(hash(slot), n)`, so each task's slot is a number known to hash to it: the
+    routes spread evenly over the tasks, and each task can check it got only its own rows.
+    """
+    settings = (plan.index_type, plan.bucket_count, tuple(plan.hash_fields), plan.shards)
+    slot = _slot_column(df.sparkSession, df.schema.json(), spec, settings, tasks_count)
+    return df.withColumn(SLOT, slot).repartition(tasks_count, SLOT)
+
+
+@functools.lru_cache(maxsize=32)
+def _slot_column(session, schema_json: str, spec: KeyGeneratorSpec, settings: tuple, tasks_count: int) -> Column:
+    """Built once per session, schema and settings: building it costs a JVM round trip per
+    expression node, more than a small batch's whole shuffle."""
+    index_type, bucket_count, hash_fields, shards = settings
+    plan = SimpleNamespace(index_type=index_type, bucket_count=bucket_count, hash_fields=hash_fields, shards=shards)
+    route = jvm_route(StructType.fromJson(json.loads(schema_json)), spec, plan)
+    if route is None:
+        route = _python_route(spec, plan)
+    keys = F.array(*[F.lit(k) for k in _slot_keys(session, tasks_count)])
+    return F.element_at(keys, F.pmod(route, F.lit(tasks_count)) + 1)
+
+
+@functools.lru_cache(maxsize=32)
+def _slot_keys(session, tasks_count: int) -> tuple[int, ...]:
+    """For each task `i`, the smallest int whose `pmod(hash(int), n)` is `i` (Spark's own hash, asked once)."""
+    found: dict[int, int] = {}
+    size = 8 * tasks_count
+    while len(found) < tasks_count:
+        rows = session.range(size).select(
+            F.col("id").cast("int").alias("k"),
+            F.pmod(F.hash(F.col("id").cast("int")), F.lit(tasks_count)).alias("task")).collect()
+        for row in rows:
+            found.setdefault(row["task"], row["k"])
+        size *= 4
+    return tuple(found[i] for i in range(tasks_count))
 
 
 def _key_columns(spec: KeyGeneratorSpec) -> list[str]:

@@ -19,6 +19,7 @@ import json
 import logging
 from collections import deque
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +34,6 @@ from pyspark.sql.types import StructType
 from ingest.errors import BadRecordError
 from ingest.hudi.commit_metadata import WriteStat
 from ingest.spark import routing
-from ingest.spark.routing import ROUTE
 from ingest.storage import Storage
 from ingest.write import batch as batch_mod
 from ingest.write import precombine as pcb
@@ -104,6 +104,23 @@ def _parse_results(rows) -> tasks.TaskResult:
     return tasks.TaskResult.merge(parts)
 
 
+@contextmanager
+def _exact_partitions(session: SparkSession) -> Iterator[None]:
+    """Adaptive execution off while the batch's jobs run: write tasks must own exactly the partitions
+    they were shuffled to (AQE could coalesce them), and its re-planning costs a small batch ~50 ms.
+    A streaming batch's session is the query's own clone, so the user's session is not touched."""
+    key = "spark.sql.adaptive.enabled"
+    before = session.conf.get(key, None)
+    session.conf.set(key, "false")
+    try:
+        yield
+    finally:
+        if before is None:
+            session.conf.unset(key)
+        else:
+            session.conf.set(key, before)
+
+
 @dataclass(frozen=True)
 class PreparedFrame:
     """A batch to prepare inside the write job (nothing has run yet)."""
@@ -154,11 +171,12 @@ class SparkEngine:
 
     def run(self, plan: WritePlan, prepared: PreparedFrame) -> tasks.TaskResult:
         counters = self.spark.sparkContext.accumulator({}, _Counters())
-        routed = self._routed(plan, prepared)
-        if plan.index_type is IndexType.BUCKET:
-            result = self._bucket(plan, prepared, routed, counters)
-        else:
-            result = self._key_index(plan, prepared, routed, counters)
+        with _exact_partitions(prepared.df.sparkSession):
+            routed = self._routed(plan, prepared)
+            if plan.index_type is IndexType.BUCKET:
+                result = self._bucket(plan, prepared, routed, counters)
+            else:
+                result = self._key_index(plan, prepared, routed, counters)
         totals = dict(counters.value)
         self.offsets = totals.pop("_kafka_offsets", {}) or {}
         return tasks.TaskResult.merge([result, tasks.TaskResult(counts=totals)])
@@ -166,9 +184,9 @@ class SparkEngine:
     # -- stages -----------------------------------------------------------------------------------
 
     def _routed(self, plan: WritePlan, prepared: PreparedFrame) -> DataFrame:
-        """The batch with its route (bucket or key shard), computed from the record-key columns alone;
-        the JVM then shuffles whole rows by route, and the tasks after the shuffle do everything else."""
-        return routing.with_routes(prepared.df, prepared.options.keygen, plan)
+        """The batch shuffled by route (bucket or key shard), computed from the record-key columns
+        alone; the tasks after the shuffle do everything else."""
+        return routing.shuffled(prepared.df, prepared.options.keygen, plan, self.parallelism)
 
     def _prepare_fn(self, plan: WritePlan, prepared: PreparedFrame, counters):
         """Prepare a task's rows (keys, deletes, conformed types); quarantine or fail on bad ones."""
@@ -178,9 +196,10 @@ class SparkEngine:
         quarantine_storage = self.quarantine
         batch_label = self.batch_label
 
+        tasks_count = self.parallelism
+
         def prepare(table: pa.Table, task: TaskIdentity) -> pa.Table:
-            routing.check_routes(table, options.keygen, plan)
-            table = table.drop_columns([ROUTE])
+            table = routing.check_task(table, options.keygen, plan, tasks_count, task.partition_id)
             done = rec.prepare(table, options.keygen, ordering_field=ordering_field,
                                delete_flag_column=options.delete_flag_column,
                                all_deletes=options.operation is Operation.DELETE)
@@ -211,8 +230,7 @@ class SparkEngine:
             task = _task()
             yield _result_batch(tasks.bucket_task(plan, prepare(table, task), task))
 
-        shuffled = routed.repartition(self.parallelism, ROUTE)
-        return _parse_results(shuffled.mapInArrow(write, RESULT_SCHEMA).collect())
+        return _parse_results(routed.mapInArrow(write, RESULT_SCHEMA).collect())
 
     def _key_index(self, plan: WritePlan, prepared: PreparedFrame, routed: DataFrame, counters) -> tasks.TaskResult:
         prepare = self._prepare_fn(plan, prepared, counters)
@@ -230,8 +248,7 @@ class SparkEngine:
             counters.add(counts)
             yield from tagged.to_batches()
 
-        shuffled = routed.repartition(self.parallelism, ROUTE)
-        tagged = shuffled.mapInArrow(tag, from_arrow_schema(tagged_arrow)).persist(StorageLevel.MEMORY_AND_DISK)
+        tagged = routed.mapInArrow(tag, from_arrow_schema(tagged_arrow)).persist(StorageLevel.MEMORY_AND_DISK)
         try:
             new = tagged.where((F.col(tasks.KIND) == tasks.UPSERT) & F.col(tasks.FILE_ID).isNull())
             counts = {r[pcb.PARTITION]: r["count"] for r in new.groupBy(pcb.PARTITION).count().collect()}
