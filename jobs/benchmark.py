@@ -6,16 +6,17 @@
 Measures, on the same synthetic events (strings, longs, doubles, timestamps, a decimal, a nested
 struct; keys optionally skewed):
 
-* our sink: bulk load of `--rows` rows (parquet base files), then one upsert micro-batch of
+* our sink: bulk load of `--rows` rows (parquet base files), then `--rounds` upsert micro-batches of
   `--upsert-rows` rows into that table (log mode), and the commit latency of many small batches;
-* Spark's own parquet append of the same upsert DataFrame;
-* delta-rs (`deltalake`, if installed): append of the same rows, then a merge of the same upsert batch;
+* Spark's own parquet append of each upsert DataFrame (cached, so both writers read the same memory);
+* delta-rs (`deltalake`, if installed): append of the same rows, then a merge of each upsert batch;
 * Arrow -> Avro block encoding: ours against fastavro's record-by-record writer on the same batch;
 * the driver process's peak memory while upserting a batch and a batch 4x its size;
 * optionally (`--stream-batches N`), a long stream of small batches with inline table services:
   commit time of the last batch against the 20th, active timeline size, file slices per file group.
 
-Prints a table, then one JSON line with the figures.
+Every path runs once on a small batch first (JVM, Python workers and imports warmed), and the
+upsert, parquet and merge times are medians over the rounds. Prints a table, then one JSON line.
 """
 
 from __future__ import annotations
@@ -44,7 +45,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--update-ratio", type=float, default=0.8,
                    help="share of upsert rows that update existing keys; the rest are new (default 0.8)")
     p.add_argument("--partitions", type=int, default=8, help="table partitions (default 8)")
-    p.add_argument("--buckets", type=int, default=16, help="buckets per partition (default 16)")
+    p.add_argument("--buckets", type=int, default=4,
+                   help="buckets per partition (default 4: about 8 MB file groups at 1,000,000 rows)")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="upsert batches timed, each against a parquet append and a delta-rs merge of the "
+                        "same rows; medians are reported (default 3)")
     p.add_argument("--key-skew", type=float, default=0.0,
                    help="0 = uniform keys; >0 concentrates updates on few keys (power law exponent)")
     p.add_argument("--small-batches", type=int, default=30, help="small batches for commit latency (default 30)")
@@ -201,6 +206,34 @@ def measure_encoder(spark, rows: int) -> dict:
     }
 
 
+def upsert_batch(spark, args, round_: int):
+    """Round `round_`'s upsert batch: updates of existing keys (later versions) plus new keys."""
+    upsert_rows = args.upsert_rows or max(1, args.rows // 5)
+    updates = int(upsert_rows * args.update_ratio)
+    inserts = upsert_rows - updates
+    return events(spark, updates, key_space=args.rows, skew=args.key_skew, ts=2 + round_,
+                  partitions=args.partitions, seed=1 + round_) \
+        .unionByName(events(spark, inserts, key_offset=args.rows + round_ * inserts, ts=2 + round_,
+                            partitions=args.partitions))
+
+
+def warm_up(spark, work: Path) -> None:
+    """One small run of every path measured, so that no figure pays for JVM and worker start-up."""
+    from ingest.spark.sink import HudiSink
+    from ingest.write.commit import BatchId
+
+    df = events(spark, 20_000).cache()
+    df.count()
+    df.write.mode("append").parquet(str(work / "warm-parquet"))
+    with HudiSink(options(str(work / "warm"), 2, insert_mode="base"), spark=spark) as sink:
+        sink.write(df)
+    with HudiSink(options(str(work / "warm"), 2), spark=spark) as sink:
+        sink.write(df, batch=BatchId("warm", 0))
+    df.unpersist()
+    shutil.rmtree(work / "warm", ignore_errors=True)
+    shutil.rmtree(work / "warm-parquet", ignore_errors=True)
+
+
 def measure_sink(spark, args, work: Path) -> dict:
     from ingest.hudi.snapshot import read_snapshot
     from ingest.hudi.table import HudiTable
@@ -208,25 +241,34 @@ def measure_sink(spark, args, work: Path) -> dict:
     from ingest.write.commit import BatchId
 
     upsert_rows = args.upsert_rows or max(1, args.rows // 5)
-    updates = int(upsert_rows * args.update_ratio)
     base = events(spark, args.rows, partitions=args.partitions).cache()
     base.count()
-    upsert = events(spark, updates, key_space=args.rows, skew=args.key_skew, ts=2, partitions=args.partitions) \
-        .unionByName(events(spark, upsert_rows - updates, key_offset=args.rows, ts=2, partitions=args.partitions)) \
-        .cache()
-    upsert.count()
-    out: dict = {"rows": args.rows, "upsert_rows": upsert_rows}
-
-    out["spark_parquet_append_s"], _ = timed(lambda: upsert.write.mode("append").parquet(str(work / "parquet")))
+    out: dict = {"rows": args.rows, "upsert_rows": upsert_rows, "rounds": args.rounds, "buckets": args.buckets,
+                 "partitions": args.partitions}
     out["spark_parquet_base_s"], _ = timed(lambda: base.write.mode("append").parquet(str(work / "parquet_base")))
 
     table_path = str(work / "hudi")
     with HudiSink(options(table_path, args.buckets, insert_mode="base"), spark=spark) as bulk:
         out["bulk_load_s"], result = timed(lambda: bulk.write(base))
     out["bulk_load_files"] = result.files
+    base.unpersist()
+
+    parquet_times, upsert_times = [], []
     with HudiSink(options(table_path, args.buckets, insert_mode="log"), spark=spark) as sink:
-        out["upsert_s"], result = timed(lambda: sink.write(upsert, batch=BatchId("benchmark", 0)))
+        for r in range(args.rounds):
+            upsert = upsert_batch(spark, args, r).cache()
+            upsert.count()
+            seconds, _ = timed(lambda upsert=upsert, r=r: upsert.write.mode("append").parquet(
+                str(work / f"parquet-{r}")))
+            parquet_times.append(seconds)
+            seconds, result = timed(lambda upsert=upsert, r=r: sink.write(upsert, batch=BatchId("benchmark", r)))
+            upsert_times.append(seconds)
+            upsert.unpersist()
         out["upsert_written"] = result.counts.get("upserts", 0)
+        out["spark_parquet_append_s"] = statistics.median(parquet_times)
+        out["upsert_s"] = statistics.median(upsert_times)
+        out["spark_parquet_append_rounds_s"] = parquet_times
+        out["upsert_rounds_s"] = upsert_times
         out["upsert_time_vs_spark_parquet"] = out["upsert_s"] / out["spark_parquet_append_s"]
         out["upsert_rows_per_s"] = upsert_rows / out["upsert_s"]
 
@@ -234,13 +276,12 @@ def measure_sink(spark, args, work: Path) -> dict:
         for i in range(args.small_batches):
             small = events(spark, args.small_batch_rows, key_space=args.rows, ts=10 + i, partitions=args.partitions,
                            seed=100 + i)
-            seconds, _ = timed(lambda small=small, i=i: sink.write(small, batch=BatchId("benchmark", 1 + i)))
+            seconds, _ = timed(lambda small=small, i=i: sink.write(
+                small, batch=BatchId("benchmark", args.rounds + i)))
             latencies.append(seconds)
         out["small_batch_commit_p50_s"] = statistics.median(latencies)
         out["small_batch_commit_p95_s"] = sorted(latencies)[max(0, int(round(0.95 * len(latencies))) - 1)]
     out["table_rows_after"] = read_snapshot(HudiTable.open(table_path)).num_rows if args.rows <= 2_000_000 else None
-    base.unpersist()
-    upsert.unpersist()
     return out
 
 
@@ -271,33 +312,31 @@ def measure_delta(spark, args, work: Path) -> dict:
     try:
         import deltalake
         import pyarrow as pa
+        import pyarrow.compute as pc
     except ImportError:
         return {"delta_available": False, "upsert_throughput_vs_delta_merge": None}
-    upsert_rows = args.upsert_rows or max(1, args.rows // 5)
-    updates = int(upsert_rows * args.update_ratio)
     base = events(spark, args.rows, partitions=args.partitions).toArrow()
-    upsert = events(spark, updates, key_space=args.rows, skew=args.key_skew, ts=2, partitions=args.partitions) \
-        .unionByName(events(spark, upsert_rows - updates, key_offset=args.rows, ts=2, partitions=args.partitions)) \
-        .toArrow()
-    if args.key_skew > 0:
-        # Skewed batches repeat keys; delta-rs MERGE refuses that, so it gets the last version of each
-        # key (de-duplicated here, untimed: our sink's time includes its own pre-combining).
-        import pyarrow.compute as pc
-
-        keep = pc.is_in(pa.array(range(upsert.num_rows)), value_set=upsert.append_column(
-            "_i", pa.array(range(upsert.num_rows))).group_by("order_id").aggregate([("_i", "max")]).column("_i_max"))
-        upsert = upsert.filter(keep)
     path = str(work / "delta")
-    append_s, _ = timed(lambda: deltalake.write_deltalake(path, base, partition_by=["region"]))
-    table = deltalake.DeltaTable(path)
-
-    def merge():
-        return (table.merge(source=upsert, predicate="t.order_id = s.order_id", source_alias="s", target_alias="t")
-                .when_matched_update_all().when_not_matched_insert_all().execute())
-
-    merge_s, _ = timed(merge)
+    append_s, _ = timed(lambda data=base: deltalake.write_deltalake(path, data, partition_by=["region"]))
+    del base
+    merge_times, merged_rows = [], 0
+    for r in range(args.rounds):
+        upsert = upsert_batch(spark, args, r).toArrow()
+        if args.key_skew > 0:
+            # Skewed batches repeat keys; delta-rs MERGE refuses that, so it gets the last version of
+            # each key (de-duplicated here, untimed: our sink's time includes its own pre-combining).
+            last = upsert.append_column("_i", pa.array(range(upsert.num_rows))).group_by("order_id") \
+                .aggregate([("_i", "max")]).column("_i_max")
+            upsert = upsert.filter(pc.is_in(pa.array(range(upsert.num_rows)), value_set=last))
+        table = deltalake.DeltaTable(path)
+        seconds, _ = timed(lambda table=table, upsert=upsert: table.merge(
+            source=upsert, predicate="t.order_id = s.order_id", source_alias="s", target_alias="t")
+            .when_matched_update_all().when_not_matched_insert_all().execute())
+        merge_times.append(seconds)
+        merged_rows = upsert.num_rows
+    merge_s = statistics.median(merge_times)
     return {"delta_available": True, "delta_append_s": append_s, "delta_merge_s": merge_s,
-            "delta_merge_rows_per_s": upsert.num_rows / merge_s}
+            "delta_merge_rounds_s": merge_times, "delta_merge_rows_per_s": merged_rows / merge_s}
 
 
 def measure_stream(spark, args, work: Path) -> dict:
@@ -346,14 +385,15 @@ def report(figures: dict) -> None:
     rows = [
         ("rows in base table", figures.get("rows")),
         ("upsert batch rows", figures.get("upsert_rows")),
-        ("Spark parquet append of the upsert batch (s)", figures.get("spark_parquet_append_s")),
+        ("partitions x buckets per partition", f"{figures.get('partitions')} x {figures.get('buckets')}"),
+        ("Spark parquet append of the upsert batch (s, median)", figures.get("spark_parquet_append_s")),
         ("ingest bulk load, base files (s)", figures.get("bulk_load_s")),
         ("Spark parquet append of the base table (s)", figures.get("spark_parquet_base_s")),
-        ("ingest upsert micro-batch, log mode (s)", figures.get("upsert_s")),
+        ("ingest upsert micro-batch, log mode (s, median)", figures.get("upsert_s")),
         ("  upsert time / Spark parquet append", figures.get("upsert_time_vs_spark_parquet")),
         ("  upsert rows/s", figures.get("upsert_rows_per_s")),
         ("delta-rs append of the base table (s)", figures.get("delta_append_s")),
-        ("delta-rs merge of the upsert batch (s)", figures.get("delta_merge_s")),
+        ("delta-rs merge of the upsert batch (s, median)", figures.get("delta_merge_s")),
         ("  upsert rows/s / delta-rs merge rows/s", figures.get("upsert_throughput_vs_delta_merge")),
         ("small batch commit p50 (s)", figures.get("small_batch_commit_p50_s")),
         ("small batch commit p95 (s)", figures.get("small_batch_commit_p95_s")),
@@ -372,7 +412,12 @@ def report(figures: dict) -> None:
         ]
     width = max(len(r[0]) for r in rows)
     for label, value in rows:
-        text = "-" if value is None else (f"{value:,.3f}" if isinstance(value, float) else f"{value:,}")
+        if value is None:
+            text = "-"
+        elif isinstance(value, float):
+            text = f"{value:,.3f}"
+        else:
+            text = f"{value:,}" if isinstance(value, int) else str(value)
         print(f"{label.ljust(width)}  {text}")
 
 
@@ -386,6 +431,7 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     figures: dict = {}
+    warm_up(spark, work)
     figures.update(measure_sink(spark, args, work))
     figures.update(measure_driver_memory(spark, args, work))
     figures.update(measure_encoder(spark, min(args.encoder_rows, args.rows)))
