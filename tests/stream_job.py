@@ -3,7 +3,7 @@
 Streams JSON files from a folder, one file per micro-batch, through `HudiSink` on a checkpoint,
 until the folder is drained (`Trigger.AvailableNow`). `INGEST_CRASH_AT` kills it at a crash point.
 
-    python tests/stream_job.py SOURCE CHECKPOINT TABLE [--master M] [--index bucket|key] [--insert-mode log|base]
+    python tests/stream_job.py SOURCE CHECKPOINT TABLE [--master M] [--index bucket|key] [--insert-mode log|base] [--parallelism N]
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--index", default="bucket")
     parser.add_argument("--insert-mode", default="log")
+    parser.add_argument("--parallelism", type=int, default=None, help="write tasks for every batch")
     args = parser.parse_args(argv)
 
     from ingest.spark.session import get_or_create
@@ -44,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         checkpoint_id="test-stream",
         lock_expiry_seconds=2.0,
     )
-    sink = HudiSink(options, spark=spark)
+    sink = HudiSink(options, spark=spark, parallelism=args.parallelism)
     stream = (spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(args.source))
     query = (stream.writeStream.foreachBatch(sink).option("checkpointLocation", args.checkpoint)
              .trigger(availableNow=True).start())

@@ -48,7 +48,8 @@ def test_micro_batches_match_the_model(spark, tmp_path_factory, index, insert_mo
     path = tmp_path_factory.mktemp("table")
     options = options_for(path, index, insert_mode)
     model = TableModel(event_time=True)
-    with HudiSink(options, spark=spark) as sink:
+    # Batches of up to 3 rows are small: the batch after one is written by a single task.
+    with HudiSink(options, spark=spark, small_batch_rows=3) as sink:
         for batch_id, ops in enumerate(batches):
             with_note = batch_id >= 5
             for op in ops:
@@ -61,6 +62,32 @@ def test_micro_batches_match_the_model(spark, tmp_path_factory, index, insert_mo
     assert our_rows(read_snapshot(table)) == expected_rows(model)
     assert len(table.timeline().completed(Action.DELTA_COMMIT)) == len(batches)
     check_hudi_rs(str(path), table)
+
+
+def _writing_tasks(snapshot: pa.Table) -> dict[str, set[int]]:
+    """Per commit, the Spark partition ids of the tasks that wrote its records (from the seqno)."""
+    out: dict[str, set[int]] = {}
+    for row in snapshot.select(["_hoodie_commit_time", "_hoodie_commit_seqno"]).to_pylist():
+        out.setdefault(row["_hoodie_commit_time"], set()).add(int(row["_hoodie_commit_seqno"].split("_")[1]))
+    return out
+
+
+def test_the_batch_after_a_small_one_is_written_by_one_task(spark, tmp_path):
+    options = options_for(tmp_path / "table", "bucket", "log")
+    model = TableModel(event_time=True)
+    sizes = [40, 3, 40, 40]
+    with HudiSink(options, spark=spark, small_batch_rows=5) as sink:
+        for batch_id, size in enumerate(sizes):
+            ops = [Op(f"k{batch_id}-{i}", f"p{i % 3}", batch_id, values={"fare": float(i)}) for i in range(size)]
+            for op in ops:
+                op.values = model_values(op, False, batch_id)
+            sink(spark_frame(spark, to_table(ops, False, batch_id)), batch_id)
+            model.apply(ops)
+    table = HudiTable.open(str(tmp_path / "table"))
+    snapshot = read_snapshot(table)
+    tasks = _writing_tasks(snapshot)
+    assert [tasks[c.timestamp] for c in table.timeline().completed(Action.DELTA_COMMIT)] == [{0, 1}, {0, 1}, {0}, {0, 1}]
+    assert our_rows(snapshot) == expected_rows(model)
 
 
 # -- Hudi-written tables ------------------------------------------------------------------------
@@ -175,7 +202,7 @@ def test_separate_executor_processes_write_the_same_table(tmp_path):
     source = tmp_path / "source"
     write_source(source, BATCHES)
     result = run_stream(source, tmp_path / "ckpt", tmp_path / "table", "--master", "local-cluster[2,1,1024]",
-                        "--index", "key", "--insert-mode", "base", timeout=600)
+                        "--index", "key", "--insert-mode", "base", "--parallelism", "2", timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert table_rows(tmp_path / "table") == expected_after(BATCHES)
     assert len(HudiTable.open(str(tmp_path / "table")).timeline().completed(Action.DELTA_COMMIT)) == len(BATCHES)

@@ -14,14 +14,16 @@ When a shard accumulates deltas, the writer folds them into a new base segment.
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import posixpath
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -36,7 +38,9 @@ FILE_ID = "file_id"
 ORDERING = "ordering"
 DELETED = "deleted"
 INSTANT = "instant"
-MAX_DELTAS = 8
+# Deltas a shard accumulates before its state is rewritten whole: rewriting costs time in the shard's
+# size, so it is rare; reading the deltas back costs a small file each, only in a cold executor.
+MAX_DELTAS = 32
 
 _SEGMENT_RE = re.compile(r"^(\d+)\.(delta|base)\.parquet$")
 
@@ -80,34 +84,114 @@ def _read(storage: Storage, segment: Segment) -> pa.Table:
     return pq.read_table(io.BytesIO(storage.read(segment.path)))
 
 
-def _identity(table: pa.Table, global_scope: bool):
-    if global_scope:
-        return table.column(KEY)
-    return pc.binary_join_element_wise(table.column(KEY), table.column(PARTITION), "\x00")
+def match_rows(big: pa.Table, big_keys: list[str], small: pa.Table, small_keys: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Row numbers `(in big, in small)` of the pairs equal on the keys (nulls match nothing).
+
+    A hash join that builds on `small`: a shard's state probed with one batch costs about as much as
+    reading the state once, where hashing the state itself would cost several times that.
+    """
+    if big.num_rows == 0 or small.num_rows == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    names = [f"_ingest_k{i}" for i in range(len(big_keys))]
+    left_columns = [big.column(k) for k in big_keys]
+    right_columns = []
+    for name, left in zip(small_keys, left_columns, strict=True):
+        col = small.column(name)
+        right_columns.append(col.cast(left.type) if col.type != left.type else col)
+    left = pa.table([*left_columns, pa.array(np.arange(big.num_rows, dtype=np.int64))], names=[*names, _BIG_ROW])
+    right = pa.table([*right_columns, pa.array(np.arange(small.num_rows, dtype=np.int64))], names=[*names, _SMALL_ROW])
+    joined = left.join(right, keys=names, join_type="inner", use_threads=False)
+    return (joined.column(_BIG_ROW).to_numpy(), joined.column(_SMALL_ROW).to_numpy())
+
+
+_BIG_ROW, _SMALL_ROW = "_ingest_big_row", "_ingest_small_row"
+
+
+def _identity_keys(global_scope: bool) -> list[str]:
+    return [KEY] if global_scope else [KEY, PARTITION]
 
 
 def _apply(base: pa.Table, changes: pa.Table, global_scope: bool) -> pa.Table:
-    """`base` (one row per identity) with `changes` (one row per identity) applied: a hash anti-join,
-    so a batch costs time in the shard's size without sorting it."""
+    """`base` (one row per identity) with `changes` (one row per identity) applied: a hash anti-join
+    built on the changes, so a batch costs time in the shard's size without sorting or hashing it."""
     if changes.num_rows == 0:
         return base
     if base.num_rows == 0:
         return changes
-    replaced = pc.is_in(_identity(base, global_scope), value_set=_identity(changes, global_scope).combine_chunks())
-    return pa.concat_tables([base.filter(pc.invert(replaced)), changes])
+    keys = _identity_keys(global_scope)
+    replaced, _ = match_rows(base, keys, changes, keys)
+    keep = np.ones(base.num_rows, dtype=bool)
+    keep[replaced] = False
+    kept = base.filter(pa.array(keep))
+    if kept.num_columns and kept.column(0).num_chunks > 16:
+        kept = kept.combine_chunks()
+    return pa.concat_tables([kept, changes])
+
+
+def _fold(tables: list[pa.Table], global_scope: bool) -> pa.Table:
+    """Tables applied in order, each holding an identity once."""
+    folded = tables[0]
+    for table in tables[1:]:
+        folded = _apply(folded, table, global_scope)
+    return folded
 
 
 @dataclass(frozen=True)
 class ShardState:
-    """The visible state of one shard, plus what is needed to write its next segment."""
+    """The visible state of one shard: a large `base` with a small `overlay` of later changes.
+
+    Writers probe the two and never rebuild the base for a batch, so a small batch into a large
+    shard costs time in the batch, not in the shard; the overlay is folded into the base once it
+    outgrows it.
+    """
 
     shard: str
-    table: pa.Table
+    base: pa.Table
+    overlay: pa.Table
     segments: tuple[Segment, ...]
+    global_scope: bool = False
 
     @property
     def deltas_since_base(self) -> int:
         return sum(1 for s in self.segments if s.kind == "delta")
+
+    @functools.cached_property
+    def table(self) -> pa.Table:
+        """Every identity's current row (base and overlay merged)."""
+        return _apply(self.base, self.overlay, self.global_scope)
+
+    def lookup(self, rows: pa.Table, keys: list[str], columns: tuple[str, ...]) -> pa.Table:
+        """`columns` of the state row of each of `rows` (matched on `keys`, in the state's key order:
+        key, and partition unless global), null where the state has none."""
+        state_keys = _identity_keys(self.global_scope)
+        found = np.full(rows.num_rows, -1, dtype=np.int64)
+        in_base, at = match_rows(self.base, state_keys, rows, keys)
+        found[at] = in_base
+        in_overlay, at = match_rows(self.overlay, state_keys, rows, keys)
+        found[at] = self.base.num_rows + in_overlay  # the overlay is newer
+        source = pa.concat_tables([self.base.select(list(columns)), self.overlay.select(list(columns))])
+        return source.take(pa.array(found, mask=found < 0))
+
+    def rows_for_keys(self, keys: pa.Array | pa.ChunkedArray) -> pa.Table:
+        """The current rows of the given record keys (in any partition)."""
+        if isinstance(keys, pa.ChunkedArray):
+            keys = keys.combine_chunks()
+        base = self.base.filter(pc.is_in(self.base.column(KEY), value_set=keys))
+        overlay = self.overlay.filter(pc.is_in(self.overlay.column(KEY), value_set=keys))
+        return _apply(base, overlay, self.global_scope)
+
+    def with_changes(self, changes: pa.Table) -> ShardState:
+        """This state with `changes` applied (the overlay takes them; a large overlay joins the base)."""
+        return _normalized(replace(self, overlay=_apply(self.overlay, changes, self.global_scope)))
+
+
+_OVERLAY_MIN_ROWS = 65_536
+
+
+def _normalized(state: ShardState) -> ShardState:
+    if state.overlay.num_rows <= max(_OVERLAY_MIN_ROWS, state.base.num_rows):
+        return state
+    return replace(state, base=state.table, overlay=state.overlay.slice(0, 0))
 
 
 class _ShardCache:
@@ -120,25 +204,29 @@ class _ShardCache:
 
     def __init__(self, budget_bytes: int):
         self.budget = budget_bytes
-        self.entries: OrderedDict[tuple, tuple[tuple[Segment, ...], pa.Table]] = OrderedDict()
-        self.written: dict[tuple, tuple[Segment, pa.Table]] = {}
+        self.entries: OrderedDict[tuple, ShardState] = OrderedDict()
+        self.written: dict[tuple, ShardState] = {}
         self.total = 0
 
-    def get(self, key: tuple) -> tuple[tuple[Segment, ...], pa.Table] | None:
+    def get(self, key: tuple) -> ShardState | None:
         entry = self.entries.get(key)
         if entry is not None:
             self.entries.move_to_end(key)
         return entry
 
-    def put(self, key: tuple, segments: tuple[Segment, ...], table: pa.Table) -> None:
+    def put(self, key: tuple, state: ShardState) -> None:
         old = self.entries.pop(key, None)
         if old is not None:
-            self.total -= old[1].nbytes
-        self.entries[key] = (segments, table)
-        self.total += table.nbytes
+            self.total -= _size(old)
+        self.entries[key] = state
+        self.total += _size(state)
         while self.total > self.budget and len(self.entries) > 1:
-            _, (_, dropped) = self.entries.popitem(last=False)
-            self.total -= dropped.nbytes
+            _, dropped = self.entries.popitem(last=False)
+            self.total -= _size(dropped)
+
+
+def _size(state: ShardState) -> int:
+    return state.base.nbytes + state.overlay.nbytes
 
 
 _CACHE = _ShardCache(int(os.environ.get("INGEST_KEY_INDEX_CACHE_MB", "512")) * 1024 * 1024)
@@ -164,30 +252,31 @@ class KeyStateStore:
             segments = [latest_base] + [s for s in segments if s.kind == "delta" and s.instant > latest_base.instant]
         wanted = tuple(segments)
         key = self._cache_key(shard)
-        table = self._from_cache(key, wanted)
-        if table is None:
+        state = self._from_cache(key, wanted)
+        if state is None:
             # Each segment holds an identity once; applying them in order keeps the latest version.
-            table = self.schema.empty_table()
-            for segment in segments:
-                table = _apply(table, self._conform(_read(self.storage, segment)), self.global_scope)
-        _CACHE.put(key, wanted, table)
-        return ShardState(shard, table, wanted)
+            tables = [self._conform(_read(self.storage, s)) for s in segments] or [self.schema.empty_table()]
+            state = ShardState(shard, tables[0], self.schema.empty_table(), (), self.global_scope)
+            if len(tables) > 1:
+                state = state.with_changes(_fold(tables[1:], self.global_scope))
+        state = replace(state, segments=wanted)
+        _CACHE.put(key, state)
+        return state
 
-    def _from_cache(self, key: tuple, wanted: tuple[Segment, ...]) -> pa.Table | None:
+    def _from_cache(self, key: tuple, wanted: tuple[Segment, ...]) -> ShardState | None:
         written = _CACHE.written.pop(key, None)
         cached = _CACHE.get(key)
-        if written is not None and wanted and wanted[-1] == written[0]:
-            if written[0].kind == "base" or (cached is not None and cached[0] == wanted[:-1]):
-                return written[1]
-        if cached is None or cached[1].schema != self.schema:
+        if written is not None and wanted and (
+                written.segments == wanted or (wanted[-1].kind == "base" and wanted == written.segments[-1:])):
+            return written
+        if cached is None or cached.base.schema != self.schema:
             return None
-        have, table = cached
+        have = cached.segments
         if have == wanted:
-            return table
+            return cached
         if wanted[: len(have)] == have and all(s.kind == "delta" for s in wanted[len(have):]):
-            for segment in wanted[len(have):]:
-                table = _apply(table, self._conform(_read(self.storage, segment)), self.global_scope)
-            return table
+            tables = [self._conform(_read(self.storage, s)) for s in wanted[len(have):]]
+            return cached.with_changes(_fold(tables, self.global_scope))
         return None
 
     def _conform(self, table: pa.Table) -> pa.Table:
@@ -201,13 +290,14 @@ class KeyStateStore:
 
     def write(self, state: ShardState, changes: pa.Table, instant: str) -> Segment:
         """Write this instant's changes to the shard, folding deltas into a base when there are many."""
-        changes = self._conform(changes)
-        merged = _apply(state.table, changes, self.global_scope)
+        after = state.with_changes(self._conform(changes))
         if state.deltas_since_base + 1 > MAX_DELTAS:
+            merged = after.table
             segment = self._put(Segment(state.shard, instant, "base"), merged)
+            after = replace(after, base=merged, overlay=merged.slice(0, 0))
         else:
-            segment = self._put(Segment(state.shard, instant, "delta"), changes)
-        _CACHE.written[self._cache_key(state.shard)] = (segment, merged)
+            segment = self._put(Segment(state.shard, instant, "delta"), self._conform(changes))
+        _CACHE.written[self._cache_key(state.shard)] = replace(after, segments=(*state.segments, segment))
         return segment
 
     def write_base(self, shard: str, rows: pa.Table, instant: str) -> Segment:
@@ -216,7 +306,9 @@ class KeyStateStore:
 
     def _put(self, segment: Segment, data: pa.Table) -> Segment:
         buf = io.BytesIO()
-        pq.write_table(data, buf, compression="snappy")
+        # Keys are unique: dictionary-encoding them or keeping their statistics only costs time.
+        pq.write_table(data, buf, compression="snappy", use_dictionary=[PARTITION, FILE_ID, INSTANT],
+                       write_statistics=False)
         self.storage.write(segment.path, buf.getvalue())
         return segment
 

@@ -95,6 +95,8 @@ def shuffled(df: DataFrame, spec: KeyGeneratorSpec, plan: WritePlan, tasks_count
     places a row by `pmod(hash(slot), n)`, so each task's slot is a number known to hash to it: the
     routes spread evenly over the tasks, and each task can check it got only its own rows.
     """
+    if tasks_count == 1:  # one task owns every route: no shuffle at all
+        return df.withColumn(SLOT, F.lit(0)).coalesce(1)
     settings = (plan.index_type, plan.bucket_count, tuple(plan.hash_fields), plan.shards)
     slot = _slot_column(df.sparkSession, df.schema.json(), spec, settings, tasks_count)
     return df.withColumn(SLOT, slot).repartition(tasks_count, SLOT)

@@ -271,12 +271,16 @@ class SparkEngine:
                 yield _result_batch(tasks.write_state(plan, tasks.assign(table, buckets)))
 
             assigned = tagged.mapInArrow(assign, tagged.schema)
-            groups = assigned.repartition(self.parallelism, pcb.PARTITION, tasks.FILE_ID)
+            groups = (assigned.coalesce(1) if self.parallelism == 1
+                      else assigned.repartition(self.parallelism, pcb.PARTITION, tasks.FILE_ID))
             written = _parse_results(groups.mapInArrow(write, RESULT_SCHEMA).collect())
             segments = _parse_results(tagged.mapInArrow(state, RESULT_SCHEMA).collect())
         finally:
             tagged.unpersist()
         return tasks.TaskResult(written.stats, segments.segments, {})
+
+
+SMALL_BATCH_ROWS = 20_000
 
 
 class HudiSink:
@@ -287,12 +291,13 @@ class HudiSink:
 
     def __init__(self, options: WriteOptions, *, spark: SparkSession | None = None, on_error: str = "fail",
                  quarantine_path: str | None = None, parallelism: int | None = None,
-                 after_commit=None):
+                 after_commit=None, small_batch_rows: int = SMALL_BATCH_ROWS):
         self.options = options
         self.spark = spark
         self.on_error = on_error
         self.quarantine_path = quarantine_path
         self.parallelism = parallelism
+        self.small_batch_rows = small_batch_rows
         self.after_commit = after_commit
         self.lock: WriterLock | None = None
         self.results: deque[batch_mod.CommitResult] = deque(maxlen=RESULTS_KEPT)
@@ -309,7 +314,17 @@ class HudiSink:
         spark = self.spark or df.sparkSession
         return SparkEngine(spark, on_error=self.on_error, quarantine_path=self.quarantine_path,
                            quarantine_options=self.options.storage_options, batch_label=label,
-                           parallelism=self.parallelism)
+                           parallelism=self._tasks())
+
+    def _tasks(self) -> int | None:
+        """One write task (no shuffle) while the stream's batches are small: the previous batch is the
+        estimate, as a micro-batch's size is unknown until it has been read. A surprise large batch
+        is then written by one task, correctly, and the next goes back to the full parallelism."""
+        last = self.results[-1] if self.results else None
+        if self.parallelism is None and last is not None and last.instant is not None \
+                and last.rows_in <= self.small_batch_rows:
+            return 1
+        return self.parallelism
 
     def _write(self, df: DataFrame, batch: BatchId | None, label: str,
                extra: Mapping[str, str] | None = None) -> batch_mod.CommitResult:

@@ -109,7 +109,8 @@ def with_meta_columns(upserts: pa.Table, instant: str, partition_id: int, file_n
         pa.array(np.repeat(np.arange(len(sizes), dtype=np.int32), sizes)), pa.array(list(file_names), pa.string()),
     ).cast(pa.string()) if n else pa.array([], pa.string())
     meta = {
-        avro.COMMIT_TIME: pa.array(np.full(n, instant, dtype=object), pa.string()) if n else pa.array([], pa.string()),
+        avro.COMMIT_TIME: pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([instant])).cast(
+            pa.string()),
         avro.COMMIT_SEQNO: seq,
         avro.RECORD_KEY: upserts.column(KEY),
         avro.PARTITION_PATH: upserts.column(PARTITION),

@@ -64,46 +64,18 @@ def join_rows(left: pa.Table, keys: list[str], right: pa.Table, right_columns: t
     return out
 
 
-def _identity(table: pa.Table, keys: list[str]) -> pa.ChunkedArray | pa.Array:
-    if len(keys) == 1:
-        return table.column(keys[0])
-    return pc.binary_join_element_wise(*[table.column(k) for k in keys], "\x00")
-
-
-def lookup_rows(left: pa.Table, keys: list[str], right: pa.Table, right_columns: tuple[str, ...]) -> pa.Table:
-    """`left` with `right_columns` of the row of `right` with the same identity (or nulls).
-
-    `right` holds each identity once (the key state does), so one hash probe per row finds it.
-    """
-    values = _identity(right, keys)
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks()
-    found = pc.index_in(_identity(left, keys), value_set=values)
-    out = left
-    for name in right_columns:
-        out = out.append_column(name, right.column(name).take(found))
-    return out
-
-
 def resolve(
     combined: pa.Table,
-    state: pa.Table,
+    state: ks.ShardState,
     ordering_field: str | None,
     event_time: bool,
     global_scope: bool,
 ) -> Resolved:
     join_keys = [KEY] if global_scope else [KEY, PARTITION]
-    renamed = state.select([ks.KEY, ks.PARTITION, ks.FILE_ID, ks.ORDERING, ks.DELETED])
-    renamed = renamed.rename_columns([KEY, S_PARTITION, S_FILE_ID, S_ORDERING, S_DELETED])
-    if not global_scope:
-        renamed = renamed.append_column(PARTITION, renamed.column(S_PARTITION))
-    state_columns = (S_PARTITION, S_FILE_ID, S_ORDERING, S_DELETED)
-    if combined.num_rows == 0:
-        joined = combined
-        for name in state_columns:
-            joined = joined.append_column(name, pa.nulls(0, renamed.schema.field(name).type))
-    else:
-        joined = lookup_rows(combined, join_keys, renamed, state_columns)
+    found = state.lookup(combined, join_keys, (ks.PARTITION, ks.FILE_ID, ks.ORDERING, ks.DELETED))
+    joined = combined
+    for name, column in zip((S_PARTITION, S_FILE_ID, S_ORDERING, S_DELETED), found.columns, strict=True):
+        joined = joined.append_column(name, column)
 
     n = joined.num_rows
     has_state = _np(pc.is_valid(joined.column(S_FILE_ID))).astype(bool) if n else np.zeros(0, bool)
@@ -187,7 +159,7 @@ def state_changes(
         ks.FILE_ID: upserts_with_file_ids.column(FILE_ID),
         ks.ORDERING: ordering,
         ks.DELETED: pa.array(np.zeros(n, dtype=bool)),
-        ks.INSTANT: pa.array([instant] * n, pa.string()),
+        ks.INSTANT: _repeated(instant, n),
     }, schema=schema)
     if not deleted_state.num_rows:
         return live
@@ -198,6 +170,10 @@ def state_changes(
         ks.FILE_ID: deleted_state.column(ks.FILE_ID),
         ks.ORDERING: deleted_state.column(ks.ORDERING).cast(schema.field(ks.ORDERING).type),
         ks.DELETED: deleted_state.column(ks.DELETED),
-        ks.INSTANT: pa.array([instant] * m, pa.string()),
+        ks.INSTANT: _repeated(instant, m),
     }, schema=schema)
     return pa.concat_tables([live, dead])
+
+
+def _repeated(value: str, n: int) -> pa.Array:
+    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([value])).cast(pa.string())

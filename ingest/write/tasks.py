@@ -152,7 +152,7 @@ def _write_segment(plan: WritePlan, store: ks.KeyStateStore, state: ks.ShardStat
 # -- bucket index: everything in one task ---------------------------------------------------------
 
 
-def _bucket_tombstones(records: pa.Table, state: pa.Table) -> pa.Table:
+def _bucket_tombstones(records: pa.Table, state: ks.ShardState) -> pa.Table:
     """A tombstone (partition unknown) applies to its key in every partition where the key lives
     (the bucket's state says) or arrives in this batch."""
     unknown = pc.is_null(records.column(pcb.PARTITION))
@@ -160,8 +160,8 @@ def _bucket_tombstones(records: pa.Table, state: pa.Table) -> pa.Table:
         return records
     lost = records.filter(unknown)
     known = records.filter(pc.invert(unknown))
-    live = state.filter(pc.and_(pc.invert(state.column(ks.DELETED)),
-                                pc.is_in(state.column(ks.KEY), lost.column(pcb.KEY).combine_chunks())))
+    rows = state.rows_for_keys(lost.column(pcb.KEY))
+    live = rows.filter(pc.invert(rows.column(ks.DELETED)))
     names = [pcb.KEY, "_ingest_place"]
     places = pa.concat_tables([
         pa.table([live.column(ks.KEY), live.column(ks.PARTITION)], names=names),
@@ -187,9 +187,9 @@ def bucket_task(plan: WritePlan, records: pa.Table, task: TaskIdentity) -> TaskR
     for (bucket,), group in _groups(records, [BUCKET]):
         group = _drop_internal(group, BUCKET)
         state = store.load(shard_name(plan, bucket), plan.is_visible)
-        group = _bucket_tombstones(group, state.table)
+        group = _bucket_tombstones(group, state)
         combined = pcb.precombine(group, plan.ordering_field, global_scope=False)
-        resolved = resolve(combined, state.table, plan.ordering_field, plan.event_time, global_scope=False)
+        resolved = resolve(combined, state, plan.ordering_field, plan.event_time, global_scope=False)
         upserts = resolved.upserts
         partitions = upserts.column(pcb.PARTITION).combine_chunks().dictionary_encode()
         ids = pa.array([plan.bucket_file_id(p, bucket) for p in partitions.dictionary.to_pylist()], pa.string())
@@ -226,7 +226,7 @@ def tagged_schema(records_schema: pa.Schema, plan: WritePlan) -> pa.Schema:
     ])
 
 
-def _expand_unknown_partitions(group: pa.Table, state: pa.Table) -> pa.Table:
+def _expand_unknown_partitions(group: pa.Table, state: ks.ShardState) -> pa.Table:
     """Partition-scoped key index: a tombstone without partition applies to its key in every partition
     the key lives in (the shard's state) or arrives in (this batch). Done before pre-combine, so the
     tombstone supersedes exactly the versions before it."""
@@ -234,7 +234,8 @@ def _expand_unknown_partitions(group: pa.Table, state: pa.Table) -> pa.Table:
     if not group.num_rows or not pc.any(unknown).as_py():
         return group
     lost = group.filter(unknown)
-    live = state.filter(pc.invert(state.column(ks.DELETED))).select([ks.KEY, ks.PARTITION])
+    rows = state.rows_for_keys(lost.column(pcb.KEY))
+    live = rows.filter(pc.invert(rows.column(ks.DELETED))).select([ks.KEY, ks.PARTITION])
     seen = group.filter(pc.invert(unknown)).select([pcb.KEY, pcb.PARTITION])
     names = [pcb.KEY, "_ingest_place"]
     places = pa.concat_tables([
@@ -255,9 +256,9 @@ def tag(plan: WritePlan, records: pa.Table, schema: pa.Schema) -> tuple[pa.Table
         group = _drop_internal(group, SHARD)
         state = store.load(shard_name(plan, shard), plan.is_visible)
         if not plan.global_scope:
-            group = _expand_unknown_partitions(group, state.table)
+            group = _expand_unknown_partitions(group, state)
         combined = pcb.precombine(group, plan.ordering_field, global_scope=plan.global_scope)
-        resolved = resolve(combined, state.table, plan.ordering_field, plan.event_time, plan.global_scope)
+        resolved = resolve(combined, state, plan.ordering_field, plan.event_time, plan.global_scope)
         for k, v in _counts(resolved, resolved.upserts).items():
             counts[k] += v
         parts = [_conform(resolved.upserts, schema, UPSERT, shard)]
