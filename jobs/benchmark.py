@@ -47,9 +47,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--partitions", type=int, default=8, help="table partitions (default 8)")
     p.add_argument("--buckets", type=int, default=4,
                    help="buckets per partition (default 4: about 8 MB file groups at 1,000,000 rows)")
-    p.add_argument("--rounds", type=int, default=3,
+    p.add_argument("--rounds", type=int, default=5,
                    help="upsert batches timed, each against a parquet append and a delta-rs merge of the "
-                        "same rows; medians are reported (default 3)")
+                        "same rows; medians are reported (default 5)")
     p.add_argument("--key-skew", type=float, default=0.0,
                    help="0 = uniform keys; >0 concentrates updates on few keys (power law exponent)")
     p.add_argument("--small-batches", type=int, default=30, help="small batches for commit latency (default 30)")
