@@ -209,6 +209,23 @@ def test_each_error_is_one_line_naming_file_key_and_what_is_allowed(tmp_path, mo
     assert "\n" not in message
 
 
+def test_a_table_that_cannot_be_read_is_one_line_naming_the_path(tmp_path, monkeypatch):
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    config = base(tmp_path)
+    config["table"]["path"] = "s3://ingest-no-such-bucket/orders"
+    path = write(tmp_path, config)
+    with pytest.raises(ConfigError) as raised:
+        load_config(path)
+    assert str(raised.value) == (
+        f"{path}: table.path: cannot read the table at s3://ingest-no-such-bucket/orders to compare settings: "
+        "Unable to locate credentials (--no-table-check validates without it)")
+    assert load_config(path, check_table=False).table.path == "s3://ingest-no-such-bucket/orders"
+
+
 RAW_ERRORS = [
     ("a key given twice", "table:\n  path: /a\n  path: /b\n",
      "{file}: is not valid YAML: key 'path' is given twice (line 3, column 3)"),

@@ -270,7 +270,8 @@ KEYS: tuple[Key, ...] = (
     Key("hudi.hoodie.compaction.target.io", Type.INTEGER, "BoundedIO strategies: megabytes of IO one "
         "compaction may plan.", default=500 * 1024, minimum=0, service=True),
     Key("hudi.hoodie.parquet.max.file.size", Type.INTEGER, "Target base file size in bytes; compaction "
-        "estimates its IO with it. (Inserts are sized by `write.file_group_max_bytes`.)",
+        "estimates its IO with it, and a `bulk_insert` writes base files of this size, as Hudi's bulk insert does. "
+        "(Other inserts are sized by `write.file_group_max_bytes`.)",
         default=120 * 1024**2, minimum=1, service=True),
     Key("hudi.hoodie.clean.automatic", Type.BOOLEAN, "Clean old file slices after commits.", default=True,
         service=True),

@@ -737,9 +737,10 @@ class _Resolver:
             existing = TableConfig.load(storage)
         except UnsupportedTable as e:
             raise ConfigError(str(e).removeprefix(f"{table.path}: "), source=properties) from None
-        except (OSError, ValueError, ImportError) as e:
+        except Exception as e:  # noqa: BLE001 - any storage backend's error (missing credentials, network)
             detail = str(e).splitlines()[0] if str(e) else type(e).__name__
-            raise ConfigError(f"cannot read the table to compare settings: {detail}", source=table.path,
+            raise ConfigError(f"cannot read the table at {table.path} to compare settings: {detail} "
+                              "(--no-table-check validates without it)", source=self.origin("table.path"),
                               key="table.path") from None
         conflicts = existing.conflicts_with(write.table_settings())
         if not conflicts:
