@@ -15,11 +15,10 @@ Exit codes: 0 done (or stopped between commits by SIGTERM), 1 failed, 2 invalid 
 from __future__ import annotations
 
 import argparse
-import sys
 
-from ingest.commands.stream import INVALID, add_common, load
+from ingest.commands.stream import add_common, job_main, run_job
 from ingest.config.keys import BY_NAME, parse
-from ingest.errors import ConfigError, IngestError
+from ingest.errors import ConfigError
 
 FORMATS = ("parquet", "json", "csv", "orc", "avro")
 
@@ -52,29 +51,15 @@ def _size(text: str) -> int | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ingest.pipeline import logs
-
-    logs.configure(args.verbose)
-    config = load(args)
-    if config is None:
-        return INVALID
     from ingest.pipeline.backfill import backfill
 
-    try:
-        backfill(config, args.input, file_format=args.format, max_bytes_per_commit=_size(args.max_bytes_per_commit))
-    except ConfigError as e:
-        print(f"ingest: error: {e}", file=sys.stderr)
-        return INVALID
-    return 0
+    def job(config) -> None:
+        max_bytes = _size(args.max_bytes_per_commit)
+        backfill(config, args.input, file_format=args.format, max_bytes_per_commit=max_bytes)
+
+    return run_job(args, job)
 
 
 def main(argv: list[str] | None = None, prog: str = "backfill") -> int:
     """The spark-submit entry point's command line (`jobs/backfill.py`)."""
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        return run(args)
-    except IngestError as e:
-        print(f"{prog}: error: {e}", file=sys.stderr)
-        return 1
+    return job_main(argv, prog, __doc__, add_arguments, run)

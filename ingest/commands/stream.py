@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from collections.abc import Callable
 
 from ingest.config.loader import load_config
 from ingest.errors import ConfigError, IngestError
@@ -56,30 +57,40 @@ def load(args: argparse.Namespace):
     return config
 
 
-def run(args: argparse.Namespace) -> int:
+def run_job(args: argparse.Namespace, job: Callable[[object], object]) -> int:
+    """Logs set up, the configuration loaded, then `job(config)`; exit code 2 when the configuration is invalid."""
     from ingest.pipeline import logs
 
     logs.configure(args.verbose)
     config = load(args)
     if config is None:
         return INVALID
-    from ingest.pipeline.stream import stream
-
     try:
-        stream(config, available_now=args.available_now)
+        job(config)
     except ConfigError as e:
         print(f"ingest: error: {e}", file=sys.stderr)
         return INVALID
     return 0
 
 
-def main(argv: list[str] | None = None, prog: str = "stream_kafka") -> int:
-    """The spark-submit entry point's command line (`jobs/stream_kafka.py`)."""
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
-    add_arguments(parser)
+def job_main(argv: list[str] | None, prog: str, doc: str, add: Callable, run: Callable) -> int:
+    """A spark-submit entry point's command line: the subcommand's arguments, errors as one line."""
+    parser = argparse.ArgumentParser(prog=prog, description=doc.split("\n\n")[0])
+    add(parser)
     args = parser.parse_args(argv)
     try:
         return run(args)
     except IngestError as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 1
+
+
+def run(args: argparse.Namespace) -> int:
+    from ingest.pipeline.stream import stream
+
+    return run_job(args, lambda config: stream(config, available_now=args.available_now))
+
+
+def main(argv: list[str] | None = None, prog: str = "stream_kafka") -> int:
+    """The spark-submit entry point's command line (`jobs/stream_kafka.py`)."""
+    return job_main(argv, prog, __doc__, add_arguments, run)
