@@ -221,3 +221,36 @@ def test_log_files_on_local_disk_are_appended_while_under_the_limit(table_dir):
         writer.write(rows((f"k{i}", "p", 1, "x")))
     logs = sorted(p.name for p in Path(table_dir).rglob(".*.log.*"))
     assert all(".log.1_" in n for n in logs), logs  # one log file per file group, appended to
+
+
+def test_fsync_storage_option_flushes_every_table_file_before_it_is_published(table_dir, monkeypatch):
+    """`table.storage_options: {fsync: true}`: each file the writer publishes went through an fsync
+    (under its own name, or the temporary name it was moved from), so a commit survives power loss."""
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def recording_fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    writer = LocalWriter(dataclasses.replace(opts(table_dir), storage_options={"fsync": True}))
+    writer.write(rows(("a", "p1", 1, "x"), ("b", "p2", 1, "y")))
+    writer.write(rows(("a", "p1", 2, "x2"), ("c", "p1", 1, "z")))
+    assert snapshot(table_dir) == {("a", "p1", 2, "x2"), ("b", "p2", 1, "y"), ("c", "p1", 1, "z")}
+
+    def published_from(path: Path) -> bool:
+        return any(s == str(path) or (os.path.dirname(s) == str(path.parent)
+                                      and os.path.basename(s).startswith(f".{path.name}.")) for s in synced)
+
+    files = [p for p in Path(table_dir).rglob("*") if p.is_file() and "/.hoodie/.lock" not in str(p)]
+    data = [p for p in files if ".log." in p.name]
+    commits = [p for p in files if p.name.endswith(".deltacommit")]
+    assert data and len(commits) == 2
+    unsynced = [str(p.relative_to(table_dir)) for p in data + commits if not published_from(p)]
+    assert unsynced == []
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    synced.clear()
+    LocalWriter(opts(table_dir)).write(rows(("d", "p1", 1, "w")))
+    assert synced == [], "without the option nothing is flushed"

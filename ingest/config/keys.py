@@ -162,7 +162,9 @@ KEYS: tuple[Key, ...] = (
     Key("table.database", Type.STRING, "Database the table belongs to (`hoodie.database.name`).", default="default",
         aliases=("hudi.hoodie.database.name",)),
     Key("table.storage_options", Type.VALUE_MAP, "Options of the fsspec file system holding the table (s3fs: "
-        "`key`, `secret`, `client_kwargs: {endpoint_url: ...}`; gcsfs: `token`; ...).", default={}),
+        "`key`, `secret`, `client_kwargs: {endpoint_url: ...}`; gcsfs: `token`; ...). Ours: `fsync: true` flushes "
+        "each file written on local disk to the device before it is moved into place, so commits survive "
+        "power loss too (a disk flush per file; off by default).", default={}),
     # -- hudi: keys and partitions ----------------------------------------------------------------
     Key("hudi.hoodie.datasource.write.recordkey.field", Type.STRING, "Record key field(s), comma-separated; "
         "nested fields as `a.b`.", required=True),
