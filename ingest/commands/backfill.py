@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import argparse
 
-from ingest.commands.stream import add_common, job_main, run_job
+from ingest.commands.job import add_common, job_main, run_job
 from ingest.config.keys import BY_NAME, parse
 from ingest.errors import ConfigError
 

@@ -12,10 +12,9 @@ import sys
 
 import yaml
 
+from ingest.commands.job import INVALID
 from ingest.config.loader import load_config
 from ingest.errors import ConfigError
-
-INVALID = 2
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

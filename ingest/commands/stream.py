@@ -12,22 +12,8 @@ command for spark-submit.
 from __future__ import annotations
 
 import argparse
-import logging
-import sys
-from collections.abc import Callable
 
-from ingest.config.loader import load_config
-from ingest.errors import ConfigError, IngestError
-
-log = logging.getLogger("ingest.commands.stream")
-INVALID = 2
-
-
-def add_common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", required=True, metavar="FILE", help="the pipeline's YAML configuration")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                        help="override one setting (repeatable), e.g. --set source.kafka.max_offsets_per_trigger=1000")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log at debug level, other libraries' info too")
+from ingest.commands.job import add_common, job_main, run_job
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,46 +29,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "SIGTERM or Ctrl-C stop it between batches. Exit code 2 when the configuration is invalid.")
     add_arguments(parser)
     parser.set_defaults(func=run)
-
-
-def load(args: argparse.Namespace):
-    """The configuration, its warnings logged; None (after printing why) when it is invalid."""
-    try:
-        config = load_config(args.config, args.overrides)
-    except ConfigError as e:
-        print(f"ingest: error: {e}", file=sys.stderr)
-        return None
-    for warning in config.warnings:
-        log.warning("%s", warning)
-    return config
-
-
-def run_job(args: argparse.Namespace, job: Callable[[object], object]) -> int:
-    """Logs set up, the configuration loaded, then `job(config)`; exit code 2 when the configuration is invalid."""
-    from ingest.pipeline import logs
-
-    logs.configure(args.verbose)
-    config = load(args)
-    if config is None:
-        return INVALID
-    try:
-        job(config)
-    except ConfigError as e:
-        print(f"ingest: error: {e}", file=sys.stderr)
-        return INVALID
-    return 0
-
-
-def job_main(argv: list[str] | None, prog: str, doc: str, add: Callable, run: Callable) -> int:
-    """A spark-submit entry point's command line: the subcommand's arguments, errors as one line."""
-    parser = argparse.ArgumentParser(prog=prog, description=doc.split("\n\n")[0])
-    add(parser)
-    args = parser.parse_args(argv)
-    try:
-        return run(args)
-    except IngestError as e:
-        print(f"{prog}: error: {e}", file=sys.stderr)
-        return 1
 
 
 def run(args: argparse.Namespace) -> int:
