@@ -26,9 +26,9 @@ from typing import Any
 import fastavro
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 from fastavro.read import SchemaResolutionError
 
+from ingest import parquet_bytes
 from ingest.errors import BadRecordError, LogFormatError, SchemaEvolutionError, UnsupportedTable
 from ingest.hudi.log_block import BlockType, HeaderKey, LogBlock, Metadata
 from ingest.hudi.schema import AvroSchema, to_json
@@ -203,7 +203,7 @@ def decode_avro_content(
 def decode_parquet_content(content: bytes) -> pa.Table:
     """The rows of a PARQUET_DATA content (a whole parquet file)."""
     try:
-        return pq.read_table(pa.BufferReader(content))
+        return parquet_bytes.read_table(content)
     except Exception as e:  # pyarrow reports damaged files with several exception types
         raise LogFormatError(f"PARQUET_DATA content is no readable parquet file: {e}") from e
 

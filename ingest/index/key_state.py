@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ingest import parquet_bytes
 from ingest.hudi.timeline import AUX_FOLDER
 from ingest.storage import Storage
 
@@ -81,7 +82,7 @@ def list_segments(storage: Storage, shard: str) -> list[Segment]:
 
 
 def _read(storage: Storage, segment: Segment) -> pa.Table:
-    return pq.read_table(io.BytesIO(storage.read(segment.path)))
+    return parquet_bytes.read_table(storage.read(segment.path))
 
 
 def match_rows(big: pa.Table, big_keys: list[str], small: pa.Table, small_keys: list[str]) -> tuple[np.ndarray, np.ndarray]:

@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ingest import parquet_bytes
 from ingest.storage import Storage
 
 ERROR = "_ingest_error"
@@ -42,7 +43,7 @@ def read_all(storage: Storage) -> pa.Table | None:
     parts = []
     for entry in storage.walk_files(""):
         if entry.name.endswith(".parquet"):
-            parts.append(pq.read_table(io.BytesIO(storage.read(entry.path))))
+            parts.append(parquet_bytes.read_table(storage.read(entry.path)))
     if not parts:
         return None
     return pa.concat_tables(parts, promote_options="permissive")
