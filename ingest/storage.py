@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import posixpath
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -28,6 +28,21 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from ingest import faults
+
+# A file's bytes: one buffer, or pieces written in order (so large parts need not be joined first).
+Data = bytes | bytearray | memoryview | Sequence[bytes | bytearray | memoryview]
+
+
+def pieces(data: Data) -> Sequence[bytes | bytearray | memoryview]:
+    return (data,) if isinstance(data, (bytes, bytearray, memoryview)) else data
+
+
+def data_size(data: Data) -> int:
+    return sum(memoryview(p).nbytes for p in pieces(data))
+
+
+def _joined(data: Data) -> bytes:
+    return bytes(data) if isinstance(data, (bytes, bytearray, memoryview)) else b"".join(data)
 
 
 @dataclass(frozen=True)
@@ -159,17 +174,18 @@ class Storage:
         if self.fsync:
             os.fsync(f.fileno())
 
-    def _write_aside(self, full: str, data: bytes) -> str:
+    def _write_aside(self, full: str, data: Data) -> str:
         """Write `data` to a hidden temporary file next to `full`; returns its path."""
         directory = os.path.dirname(full)
         os.makedirs(directory, exist_ok=True)
         tmp = os.path.join(directory, f".{os.path.basename(full)}.{uuid.uuid4().hex}.tmp")
         with open(tmp, "wb") as f:
-            f.write(data)
+            for piece in pieces(data):
+                f.write(piece)
             self._sync(f)
         return tmp
 
-    def write(self, rel: str, data: bytes, *, crash_point: str | None = None) -> None:
+    def write(self, rel: str, data: Data, *, crash_point: str | None = None) -> None:
         """Replace `rel` with `data` atomically (readers never see a partial file).
 
         `crash_point` names a fault-injection point (see `ingest.faults`) reached after the bytes are
@@ -188,9 +204,9 @@ class Storage:
         else:
             if crash_point:
                 faults.crash_point(crash_point)
-            self.fs.pipe_file(full, data)
+            self.fs.pipe_file(full, _joined(data))
 
-    def create(self, rel: str, data: bytes) -> bool:
+    def create(self, rel: str, data: Data) -> bool:
         """Write `rel` only if it does not exist; True if this call created it.
 
         Atomic and exclusive: on local disks the content is written aside and hard-linked into
@@ -207,7 +223,7 @@ class Storage:
                 os.unlink(tmp)
             return True
         try:
-            self.fs.pipe_file(full, data, mode="create")
+            self.fs.pipe_file(full, _joined(data), mode="create")
         except FileExistsError:
             return False
         except OSError as e:  # some backends report the failed precondition as a generic error
@@ -216,14 +232,15 @@ class Storage:
             raise
         return True
 
-    def append(self, rel: str, data: bytes) -> int:
+    def append(self, rel: str, data: Data) -> int:
         """Append to `rel` (creating it if absent) and return its new size; local file systems only."""
         if not self.can_append:
             raise OSError(f"{self.base_url} does not support appending; write a new file instead")
         full = self.full_path(rel)
         os.makedirs(os.path.dirname(full), exist_ok=True)
         with open(full, "ab") as f:
-            f.write(data)
+            for piece in pieces(data):
+                f.write(piece)
             self._sync(f)
             return f.tell()
 

@@ -28,11 +28,11 @@ from ingest.hudi import avro_encoder, markers
 from ingest.hudi import schema as avro
 from ingest.hudi.base_file import BaseFileOptions, encode_base_file
 from ingest.hudi.commit_metadata import NULL_COMMIT, RuntimeStats, WriteStat
-from ingest.hudi.data_block import DATA_BLOCK_VERSION, avro_data_block
+from ingest.hudi.data_block import DATA_BLOCK_VERSION, data_block_header
 from ingest.hudi.delete_block import NO_ORDERING_VALUE, DeleteRecord, delete_block
 from ingest.hudi.file_names import BaseFileName, LogFileName, make_write_token
-from ingest.hudi.log_block import encode_blocks
-from ingest.storage import Storage
+from ingest.hudi.log_block import BlockType, block_parts, encode_log_block
+from ingest.storage import Storage, data_size
 from ingest.write.precombine import KEY, PARTITION
 
 IS_UPDATE = "_ingest_is_update"
@@ -173,8 +173,9 @@ def write_file_groups(
 
 
 def _data_contents(ctx: WriteContext, groups: Sequence[tuple[FileGroupTarget, pa.Table, pa.Table]],
-                   task: TaskIdentity) -> list[bytes | None]:
-    """AVRO_DATA content per group (None where a group has no upserts), from one encoder pass."""
+                   task: TaskIdentity) -> list[list[memoryview | bytes] | None]:
+    """AVRO_DATA content per group, as pieces of one encoder pass's output (None where a group has no
+    upserts). The pieces are views: the encoded records are not copied again before the file write."""
     with_rows = [(t, u) for t, u, _ in groups if u.num_rows]
     if not with_rows:
         return [None] * len(groups)
@@ -182,17 +183,27 @@ def _data_contents(ctx: WriteContext, groups: Sequence[tuple[FileGroupTarget, pa
     rows = with_meta_columns(rows, ctx.instant, task.partition_id, [t.file_id for t, _ in with_rows],
                              [u.num_rows for _, u in with_rows])
     encoded = avro_encoder.encode_batch(_writer_columns(rows, ctx.writer_schema), ctx.writer_schema)
-    framed = memoryview(b"".join(bytes(b) for b in encoded.framed()))
+    framed = [memoryview(b) for b in encoded.framed()]
+    starts = np.cumsum([0] + [len(b) for b in framed]).tolist()
     offsets = np.asarray(encoded.offsets, dtype=np.int64) + 4 * np.arange(len(encoded) + 1, dtype=np.int64)
-    out: list[bytes | None] = []
+
+    def span(begin: int, end: int) -> list[memoryview]:
+        """Bytes [begin, end) of the framed records, which the encoder may have split in slices."""
+        out = []
+        for buf, at in zip(framed, starts, strict=False):
+            lo, hi = max(begin, at), min(end, at + len(buf))
+            if lo < hi:
+                out.append(buf[lo - at:hi - at])
+        return out
+
+    out: list[list[memoryview | bytes] | None] = []
     row = 0
     for _, upserts, _ in groups:
         n = upserts.num_rows
         if not n:
             out.append(None)
             continue
-        header = struct.pack(">ii", DATA_BLOCK_VERSION, n)
-        out.append(header + framed[int(offsets[row]):int(offsets[row + n])])
+        out.append([struct.pack(">ii", DATA_BLOCK_VERSION, n), *span(int(offsets[row]), int(offsets[row + n]))])
         row += n
     return out
 
@@ -221,22 +232,24 @@ def _write_base_file(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Tab
     )
 
 
-def _blocks(ctx: WriteContext, target: FileGroupTarget, content: bytes | None, deletes: pa.Table) -> bytes:
-    blocks = []
+def _blocks(ctx: WriteContext, content: list[memoryview | bytes] | None, deletes: pa.Table) -> list:
+    """The bytes to add to the log file: a data block of `content`, then a delete block, as pieces."""
+    parts: list = []
     if content is not None:
-        blocks.append(avro_data_block(ctx.instant, ctx.schema_json, content))
+        parts.extend(block_parts(BlockType.AVRO_DATA, data_block_header(ctx.instant, ctx.schema_json), content))
     if deletes.num_rows:
         keys = deletes.column(KEY).to_pylist()
-        parts = deletes.column(PARTITION).to_pylist()
-        records = [DeleteRecord(k, p, NO_ORDERING_VALUE) for k, p in zip(keys, parts, strict=True)]
-        blocks.append(delete_block(ctx.instant, ctx.schema_json, records))
-    return encode_blocks(blocks)
+        partitions = deletes.column(PARTITION).to_pylist()
+        records = [DeleteRecord(k, p, NO_ORDERING_VALUE) for k, p in zip(keys, partitions, strict=True)]
+        parts.append(encode_log_block(delete_block(ctx.instant, ctx.schema_json, records)))
+    return parts
 
 
 def _write_log(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Table, deletes: pa.Table,
-               content: bytes | None, task: TaskIdentity, started: float) -> WriteStat:
+               content: list[memoryview | bytes] | None, task: TaskIdentity, started: float) -> WriteStat:
     storage = ctx.storage
-    data = _blocks(ctx, target, content, deletes)
+    data = _blocks(ctx, content, deletes)
+    data_bytes = data_size(data)
     base_instant = target.base_instant or ctx.instant
     appended = False
     offset = 0
@@ -259,7 +272,7 @@ def _write_log(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Table, de
             if storage.create(target.path(candidate.name), data):
                 break
             version += 1  # a log file of that version exists (another token): roll to the next
-        name, size = candidate.name, len(data)
+        name, size = candidate.name, data_bytes
     updates, inserts = _counts(upserts)
     parsed = LogFileName.parse(name)
     return WriteStat(
@@ -271,7 +284,7 @@ def _write_log(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Table, de
         num_deletes=deletes.num_rows,
         num_update_writes=updates,
         num_inserts=inserts,
-        total_write_bytes=len(data),
+        total_write_bytes=data_bytes,
         file_size_in_bytes=size,
         runtime_stats=_runtime(started, create=False),
         log_version=parsed.version if parsed else 1,
