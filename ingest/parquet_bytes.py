@@ -14,6 +14,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 
-def read_table(data: bytes, columns: list[str] | None = None) -> pa.Table:
+def read_table(data: bytes) -> pa.Table:
     """The rows of a parquet file given as bytes, read on this thread only."""
-    return pq.read_table(pa.BufferReader(data), columns=columns, use_threads=False, pre_buffer=False)
+    return pq.read_table(pa.BufferReader(data), use_threads=False, pre_buffer=False)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from ingest.config.loader import load_config
 from ingest.errors import ConfigError, IngestError
 
-log = logging.getLogger("ingest.commands.job")
+log = logging.getLogger(__name__)
 INVALID = 2
 
 

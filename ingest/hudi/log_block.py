@@ -24,8 +24,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
-Buffer = bytes | bytearray | memoryview
-
 MAGIC = b"#HUDI#"
 LOG_FORMAT_VERSION = 1  # HoodieLogFormat.CURRENT_VERSION
 
@@ -164,24 +162,23 @@ def encode_metadata(pairs: Iterable[tuple[HeaderKey | int, str]]) -> bytes:
 def block_parts(
     block_type: BlockType,
     header: Iterable[tuple[HeaderKey | int, str]],
-    content: Buffer | Sequence[Buffer],
+    content: Sequence[bytes | memoryview],
     footer: Iterable[tuple[HeaderKey | int, str]] = (),
-) -> list[Buffer]:
+) -> list[bytes | memoryview]:
     """One framed block as the pieces a writer sends to the file in order, `content` not copied:
     a data block's content is most of a log file's bytes, and copying it is what the write costs."""
     if BlockType(block_type) == BlockType.CORRUPT:
         raise ValueError("CORRUPT blocks are a reader's verdict, never written")
     header_bytes = encode_metadata(header)
     footer_bytes = encode_metadata(footer)
-    pieces = [content] if isinstance(content, (bytes, bytearray, memoryview)) else list(content)
-    content_size = sum(memoryview(p).nbytes for p in pieces)
+    content_size = sum(memoryview(p).nbytes for p in content)
     block_size = 4 + 4 + len(header_bytes) + 8 + content_size + len(footer_bytes) + 8
     if block_size > MAX_BLOCK_SIZE:
         raise ValueError(f"log block of {block_size} bytes exceeds what Hudi can read ({MAX_BLOCK_SIZE})")
     return [
         MAGIC + struct.pack(">qii", block_size, LOG_FORMAT_VERSION, int(block_type)) + header_bytes
         + struct.pack(">q", content_size),
-        *pieces,
+        *content,
         footer_bytes + struct.pack(">q", block_size + len(MAGIC)),
     ]
 
@@ -193,7 +190,7 @@ def encode_block(
     footer: Iterable[tuple[HeaderKey | int, str]] = (),
 ) -> bytes:
     """One framed block, byte for byte as `HoodieLogFormatWriter.appendBlocks` writes it."""
-    return b"".join(block_parts(block_type, header, content, footer))
+    return b"".join(block_parts(block_type, header, (content,), footer))
 
 
 def encode_log_block(block: LogBlock) -> bytes:
