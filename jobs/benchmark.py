@@ -9,6 +9,9 @@ struct; keys optionally skewed):
 * our sink: bulk load of `--rows` rows (parquet base files), then `--rounds` upsert micro-batches of
   `--upsert-rows` rows into that table (log mode), and the commit latency of many small batches;
 * Spark's own parquet append of each upsert DataFrame (cached, so both writers read the same memory);
+* Spark's own shuffle of the same rows by key to as many tasks as our sink uses, handed to Python as
+  Arrow batches that Python only counts: what any Python writer behind a shuffle pays before its
+  first line of code runs (the floor under our upsert time);
 * delta-rs (`deltalake`, if installed): append of the same rows, then a merge of each upsert batch;
 * Arrow -> Avro block encoding: ours against fastavro's record-by-record writer on the same batch;
 * the driver process's peak memory while upserting a batch and a batch 4x its size;
@@ -217,6 +220,20 @@ def upsert_batch(spark, args, round_: int):
                             partitions=args.partitions))
 
 
+def _count_rows(batches):
+    import pyarrow as pa
+
+    rows = sum(batch.num_rows for batch in batches)
+    yield pa.RecordBatch.from_pydict({"rows": pa.array([rows], pa.int64())})
+
+
+def shuffle_to_python(spark, df) -> None:
+    """Spark's shuffle of `df` by key to the sink's task count, then an Arrow hand-off to Python that
+    does nothing but count: the cost a Python writer pays before its own work starts."""
+    tasks = spark.sparkContext.defaultParallelism
+    df.repartition(tasks, "order_id").mapInArrow(_count_rows, "rows long").collect()
+
+
 def warm_up(spark, work: Path) -> None:
     """One small run of every path measured, so that no figure pays for JVM and worker start-up."""
     from ingest.spark.sink import HudiSink
@@ -225,6 +242,7 @@ def warm_up(spark, work: Path) -> None:
     df = events(spark, 20_000).cache()
     df.count()
     df.write.mode("append").parquet(str(work / "warm-parquet"))
+    shuffle_to_python(spark, df)
     with HudiSink(options(str(work / "warm"), 2, insert_mode="base"), spark=spark) as sink:
         sink.write(df)
     with HudiSink(options(str(work / "warm"), 2), spark=spark) as sink:
@@ -253,7 +271,7 @@ def measure_sink(spark, args, work: Path) -> dict:
     out["bulk_load_files"] = result.files
     base.unpersist()
 
-    parquet_times, upsert_times = [], []
+    parquet_times, floor_times, upsert_times = [], [], []
     with HudiSink(options(table_path, args.buckets, insert_mode="log"), spark=spark) as sink:
         for r in range(args.rounds):
             upsert = upsert_batch(spark, args, r).cache()
@@ -261,15 +279,20 @@ def measure_sink(spark, args, work: Path) -> dict:
             seconds, _ = timed(lambda upsert=upsert, r=r: upsert.write.mode("append").parquet(
                 str(work / f"parquet-{r}")))
             parquet_times.append(seconds)
+            seconds, _ = timed(lambda upsert=upsert: shuffle_to_python(spark, upsert))
+            floor_times.append(seconds)
             seconds, result = timed(lambda upsert=upsert, r=r: sink.write(upsert, batch=BatchId("benchmark", r)))
             upsert_times.append(seconds)
             upsert.unpersist()
         out["upsert_written"] = result.counts.get("upserts", 0)
         out["spark_parquet_append_s"] = statistics.median(parquet_times)
         out["upsert_s"] = statistics.median(upsert_times)
+        out["spark_shuffle_to_python_s"] = statistics.median(floor_times)
+        out["spark_shuffle_to_python_rounds_s"] = floor_times
         out["spark_parquet_append_rounds_s"] = parquet_times
         out["upsert_rounds_s"] = upsert_times
         out["upsert_time_vs_spark_parquet"] = out["upsert_s"] / out["spark_parquet_append_s"]
+        out["shuffle_to_python_vs_spark_parquet"] = out["spark_shuffle_to_python_s"] / out["spark_parquet_append_s"]
         out["upsert_rows_per_s"] = upsert_rows / out["upsert_s"]
 
         latencies = []
@@ -389,6 +412,9 @@ def report(figures: dict) -> None:
         ("Spark parquet append of the upsert batch (s, median)", figures.get("spark_parquet_append_s")),
         ("ingest bulk load, base files (s)", figures.get("bulk_load_s")),
         ("Spark parquet append of the base table (s)", figures.get("spark_parquet_base_s")),
+        ("Spark shuffle + Arrow hand-off to Python of the batch, no work (s, median)",
+         figures.get("spark_shuffle_to_python_s")),
+        ("  shuffle + hand-off / Spark parquet append", figures.get("shuffle_to_python_vs_spark_parquet")),
         ("ingest upsert micro-batch, log mode (s, median)", figures.get("upsert_s")),
         ("  upsert time / Spark parquet append", figures.get("upsert_time_vs_spark_parquet")),
         ("  upsert rows/s", figures.get("upsert_rows_per_s")),
