@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 
 from ingest.hudi.key_generator import KeyGeneratorSpec
 from ingest.spark import routing
+from ingest.write import precombine as pcb
+from ingest.write import tasks
 from ingest.write.options import IndexType
 
 
@@ -81,7 +83,7 @@ def _routes_by_task(df, spec, plan, tasks_count: int) -> list[tuple[int, int]]:
     def report(batches):
         task = TaskContext.get().partitionId()
         for batch in batches:
-            table = routing.check_task(pa.Table.from_batches([batch]), spec, plan, tasks_count, task)
+            table = routing.without_slot(pa.Table.from_batches([batch]))
             own = routing.python_routes(table, spec, plan).to_pylist()
             yield pa.RecordBatch.from_pydict({"task": pa.array([task] * len(own), pa.int32()),
                                               "route": pa.array(own, pa.int32())})
@@ -120,14 +122,15 @@ def test_other_key_types_take_the_python_route(spark):
 
 
 def test_a_task_given_a_row_it_does_not_own_fails_naming_the_key():
-    spec, plan = _spec("id"), PLANS[0]
-    keys = [f"k{i}" for i in range(20)]
-    table = pa.table({"id": pa.array(keys), routing.SLOT: pa.array([0] * len(keys), pa.int32())})
-    owners = [route % 2 for route in routing.python_routes(table, spec, plan).to_pylist()]
-    assert len(set(owners)) == 2, "twenty keys spread over both tasks"
-    mine = table.filter(pa.array([owner == owners[0] for owner in owners]))
-    kept = routing.check_task(mine, spec, plan, 2, owners[0])
-    assert kept.column_names == ["id"] and kept.num_rows == mine.num_rows
-    stranger = keys[owners.index(1 - owners[0])]
-    with pytest.raises(RuntimeError, match=rf"record key '{stranger}' \(route \d+\) reached write task {owners[0]}"):
-        routing.check_task(table, spec, plan, 2, owners[0])
+    spec = _spec("id")
+    for plan in (PLANS[0], PLANS[3]):
+        keys = [f"k{i}" for i in range(20)]
+        table = pa.table({"id": pa.array(keys)})
+        records = tasks.route(plan, table.append_column(pcb.KEY, pa.array(keys)))
+        owners = [route % 2 for route in routing.python_routes(table, spec, plan).to_pylist()]
+        assert len(set(owners)) == 2, "twenty keys spread over both tasks"
+        mine = records.filter(pa.array([owner == owners[0] for owner in owners]))
+        routing.check_task(mine, 2, owners[0])  # all its own: no error
+        stranger = keys[owners.index(1 - owners[0])]
+        with pytest.raises(RuntimeError, match=rf"record key '{stranger}' \(route \d+\) reached write task {owners[0]}"):
+            routing.check_task(records, 2, owners[0])

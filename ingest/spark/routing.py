@@ -42,6 +42,7 @@ from ingest.hudi.key_generator import (
     KeyGeneratorSpec,
     compute_record_keys,
 )
+from ingest.write import precombine as pcb
 from ingest.write import tasks
 from ingest.write.options import IndexType
 from ingest.write.plan import WritePlan
@@ -69,23 +70,26 @@ def _one_batch(table: pa.Table) -> pa.RecordBatch:
     return batches[0] if batches else pa.RecordBatch.from_pylist([], schema=table.schema)
 
 
-def check_task(table: pa.Table, spec: KeyGeneratorSpec, plan: WritePlan, tasks_count: int, task: int) -> pa.Table:
-    """The task's rows without their slot; fails if any row's own route belongs to another task.
+def without_slot(table: pa.Table) -> pa.Table:
+    return table.drop_columns([SLOT]) if SLOT in table.column_names else table
+
+
+def check_task(records: pa.Table, tasks_count: int, task: int) -> None:
+    """Fails if any record's route, as this task computed it to write the record (`tasks.route`),
+    belongs to another task.
 
     A route computed differently in the JVM is harmless as long as the row reaches the task that
     owns its route; anything else could let two tasks write one file group.
     """
-    keyed = table.select(_key_columns(spec))
-    own = python_routes(keyed, spec, plan)
-    owner = pa.array(np.mod(own.to_numpy(zero_copy_only=False), tasks_count))  # pmod, as Spark placed it
-    wrong = pc.not_equal(owner, task)
-    if pc.any(wrong).as_py():
-        row = int(pc.index(wrong, True).as_py())
-        keys = compute_record_keys(_one_batch(keyed.slice(row, 1)), spec)
+    name = tasks.BUCKET if tasks.BUCKET in records.column_names else tasks.SHARD
+    routes = np.asarray(records.column(name).to_numpy(), dtype=np.int64)
+    wrong = np.mod(routes, tasks_count) != task  # pmod, as Spark placed the rows
+    if wrong.any():
+        row = int(np.flatnonzero(wrong)[0])
+        key = records.column(pcb.KEY)[row].as_py()
         raise RuntimeError(
-            f"record key {keys[0].as_py()!r} (route {own[row].as_py()}) reached write task {task} "
-            f"instead of {owner[row].as_py()}; nothing of this batch is committed (please report this key)")
-    return table.drop_columns([SLOT])
+            f"record key {key!r} (route {routes[row]}) reached write task {task} instead of "
+            f"{routes[row] % tasks_count}; nothing of this batch is committed (please report this key)")
 
 
 def shuffled(df: DataFrame, spec: KeyGeneratorSpec, plan: WritePlan, tasks_count: int) -> DataFrame:

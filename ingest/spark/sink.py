@@ -199,10 +199,12 @@ class SparkEngine:
         tasks_count = self.parallelism
 
         def prepare(table: pa.Table, task: TaskIdentity) -> pa.Table:
-            table = routing.check_task(table, options.keygen, plan, tasks_count, task.partition_id)
+            table = routing.without_slot(table)
             done = rec.prepare(table, options.keygen, ordering_field=ordering_field,
                                delete_flag_column=options.delete_flag_column,
                                all_deletes=options.operation is Operation.DELETE)
+            routed = tasks.route(plan, tasks.conform(plan, done.records))
+            routing.check_task(routed, tasks_count, task.partition_id)
             seen: dict[str, Any] = {"rows_in": table.num_rows, "quarantined": done.errors.num_rows}
             if KAFKA_OFFSET in table.column_names and "_kafka_topic" in table.column_names:
                 offsets = pa.table({"k": pc.binary_join_element_wise(
@@ -216,7 +218,7 @@ class SparkEngine:
                                          f"{batch_mod.first_error(done.errors)}")
                 quarantine.write(quarantine_storage, done.errors, batch_label, f"{task.partition_id:05d}")
             counters.add(seen)
-            return tasks.route(plan, tasks.conform(plan, done.records))
+            return routed
 
         return prepare
 

@@ -53,6 +53,18 @@ def _true(table: pa.Table, name: str | None) -> np.ndarray:
     return np.asarray(pc.fill_null(col, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
+def _key_batch(table: pa.Table, spec: KeyGeneratorSpec) -> pa.RecordBatch:
+    """The columns the key generator reads, in one batch: combining every column of a large table
+    would copy all its data only to read the keys."""
+    wanted = {f.split(".")[0] for f in spec.record_key_fields} | {f.name.split(".")[0] for f in spec.partition_fields}
+    keyed = table.select([name for name in table.column_names if name in wanted])
+    if not keyed.num_columns:
+        keyed = table  # the key generator names the missing field
+    if not table.num_rows:
+        return pa.RecordBatch.from_pylist([], schema=keyed.schema)
+    return keyed.combine_chunks().to_batches()[0]
+
+
 def prepare(
     table: pa.Table,
     spec: KeyGeneratorSpec,
@@ -64,8 +76,7 @@ def prepare(
 ) -> Prepared:
     """Key every row; `order_offset` numbers rows when the source gives no `_ingest_source_order`."""
     n = table.num_rows
-    batch = table.combine_chunks().to_batches()[0] if n else pa.RecordBatch.from_pylist([], schema=table.schema)
-    keys = compute_keys(batch, spec)
+    keys = compute_keys(_key_batch(table, spec), spec)
     tombstone = _true(table, TOMBSTONE)
     deleted = tombstone | _true(table, IS_DELETED) | _true(table, delete_flag_column) | all_deletes
     errors = np.asarray(pc.is_valid(keys.errors).to_numpy(zero_copy_only=False), dtype=bool) if n else np.zeros(0, bool)
