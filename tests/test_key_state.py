@@ -76,6 +76,34 @@ def test_state_answers_as_the_latest_row_per_identity(tmp_path_factory, history,
     assert _as_model(store.load("shard", lambda _: True).table, global_scope) == model
 
 
+def test_a_process_catches_up_from_its_own_last_write(tmp_path, monkeypatch):
+    """Process A writes, process B writes the shard twice, A loads it again: A starts from the state it
+    wrote (its segment is visible) and reads only B's two deltas."""
+    monkeypatch.setattr(ks, "MAX_DELTAS", 32)
+    store = ks.KeyStateStore(Storage(str(tmp_path)), pa.int64(), False)
+    store.write(store.load("shard", lambda _: True), _changes([("a", "p0", 1, False)], "1", False),
+                "00000000000000001")
+    state = store.load("shard", lambda _: True)
+    store.write(state, _changes([("b", "p0", 1, False)], "2", False), "00000000000000002")
+    process_a = (dict(ks._CACHE.entries), dict(ks._CACHE.written))
+    ks._CACHE.entries.clear()
+    ks._CACHE.written.clear()
+    for i, key in ((3, "c"), (4, "a")):  # process B
+        state = store.load("shard", lambda _: True)
+        store.write(state, _changes([(key, "p0", i, False)], str(i), False), f"{i:017d}")
+    ks._CACHE.entries.clear()
+    ks._CACHE.entries.update(process_a[0])
+    ks._CACHE.written.clear()
+    ks._CACHE.written.update(process_a[1])
+    read = []
+    original = ks._read
+    monkeypatch.setattr(ks, "_read", lambda storage, segment: read.append(segment.instant) or original(storage, segment))
+    state = store.load("shard", lambda _: True)
+    assert read == ["00000000000000003", "00000000000000004"]
+    assert _as_model(state.table, False) == {("a", "p0"): (4, False), ("b", "p0"): (1, False),
+                                             ("c", "p0"): (3, False)}
+
+
 def test_segments_of_invisible_instants_are_not_read(tmp_path):
     store = ks.KeyStateStore(Storage(str(tmp_path)), pa.int64(), False)
     state = store.load("shard", lambda _: True)

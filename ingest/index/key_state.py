@@ -266,18 +266,19 @@ class KeyStateStore:
 
     def _from_cache(self, key: tuple, wanted: tuple[Segment, ...]) -> ShardState | None:
         written = _CACHE.written.pop(key, None)
-        cached = _CACHE.get(key)
-        if written is not None and wanted and (
-                written.segments == wanted or (wanted[-1].kind == "base" and wanted == written.segments[-1:])):
+        if written is not None and wanted and wanted[-1].kind == "base" and wanted == written.segments[-1:]:
             return written
-        if cached is None or cached.base.schema != self.schema:
-            return None
-        have = cached.segments
-        if have == wanted:
-            return cached
-        if wanted[: len(have)] == have and all(s.kind == "delta" for s in wanted[len(have):]):
-            tables = [self._conform(_read(self.storage, s)) for s in wanted[len(have):]]
-            return cached.with_changes(_fold(tables, self.global_scope))
+        # The state this process wrote last counts once its own segment is visible; it is then the
+        # nearest to `wanted` when another process has written the shard since (only its deltas are read).
+        for have_state in (written, _CACHE.get(key)):
+            if have_state is None or have_state.base.schema != self.schema:
+                continue
+            have = have_state.segments
+            if have == wanted:
+                return have_state
+            if wanted[: len(have)] == have and all(s.kind == "delta" for s in wanted[len(have):]):
+                tables = [self._conform(_read(self.storage, s)) for s in wanted[len(have):]]
+                return have_state.with_changes(_fold(tables, self.global_scope))
         return None
 
     def _conform(self, table: pa.Table) -> pa.Table:
