@@ -43,6 +43,7 @@ from ingest.hudi.key_generator import (
     compute_record_keys,
 )
 from ingest.write import precombine as pcb
+from ingest.write import records as rec
 from ingest.write import tasks
 from ingest.write.options import IndexType
 from ingest.write.plan import WritePlan
@@ -55,7 +56,7 @@ _JVM_KEY_TYPES = (StringType, IntegerType, LongType, ShortType, ByteType, Boolea
 
 def python_routes(table: pa.Table | pa.RecordBatch, spec: KeyGeneratorSpec, plan: WritePlan) -> pa.Array:
     """The route of each row as the write tasks compute it (int32; -1 where a row has no key)."""
-    batch = table if isinstance(table, pa.RecordBatch) else _one_batch(table)
+    batch = table if isinstance(table, pa.RecordBatch) else rec.one_batch(table)
     keys = compute_record_keys(batch, spec)
     filled = pc.fill_null(keys, "")
     if plan.index_type is IndexType.BUCKET:
@@ -65,12 +66,8 @@ def python_routes(table: pa.Table | pa.RecordBatch, spec: KeyGeneratorSpec, plan
     return pc.if_else(pc.is_null(keys), UNKEYED, pa.array(ids.astype(np.int32)))
 
 
-def _one_batch(table: pa.Table) -> pa.RecordBatch:
-    batches = table.combine_chunks().to_batches()
-    return batches[0] if batches else pa.RecordBatch.from_pylist([], schema=table.schema)
-
-
 def without_slot(table: pa.Table) -> pa.Table:
+    """The rows as the write task received them, less the column Spark placed them by."""
     return table.drop_columns([SLOT]) if SLOT in table.column_names else table
 
 

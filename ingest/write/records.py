@@ -58,11 +58,13 @@ def _key_batch(table: pa.Table, spec: KeyGeneratorSpec) -> pa.RecordBatch:
     would copy all its data only to read the keys."""
     wanted = {f.split(".")[0] for f in spec.record_key_fields} | {f.name.split(".")[0] for f in spec.partition_fields}
     keyed = table.select([name for name in table.column_names if name in wanted])
-    if not keyed.num_columns:
-        keyed = table  # the key generator names the missing field
-    if not table.num_rows:
-        return pa.RecordBatch.from_pylist([], schema=keyed.schema)
-    return keyed.combine_chunks().to_batches()[0]
+    return one_batch(keyed if keyed.num_columns else table)  # else the key generator names the missing field
+
+
+def one_batch(table: pa.Table) -> pa.RecordBatch:
+    """The table's rows as one record batch (empty when it has none)."""
+    batches = table.combine_chunks().to_batches()
+    return batches[0] if batches else pa.RecordBatch.from_pylist([], schema=table.schema)
 
 
 def prepare(

@@ -180,26 +180,28 @@ def _place(lost: pa.Table, places: pa.Table) -> pa.Table:
 WIDE_ROW = "_ingest_wide_row"
 
 
+def _decisive(records: pa.Table, ordering_field: str | None) -> list[str]:
+    """The columns that decide what is written: grouping, pre-combining and resolving read only these."""
+    return [c for c in (pcb.KEY, pcb.PARTITION, pcb.DELETE, pcb.ORDER, BUCKET, ordering_field)
+            if c is not None and c in records.column_names]
+
+
 def _narrow(records: pa.Table, ordering_field: str | None) -> pa.Table:
-    """The columns that decide what is written, and each row's number in `records`.
+    """The decisive columns, and each row's number in `records`.
 
     Grouping, pre-combining and resolving then move only these; the data columns are taken once,
     in their final order, for the file groups (`_widen`). Copying every column at each step costs
     more than the steps themselves.
     """
-    names = [c for c in (pcb.KEY, pcb.PARTITION, pcb.DELETE, pcb.ORDER, BUCKET, ordering_field)
-             if c is not None and c in records.column_names]
-    return records.select(names).append_column(WIDE_ROW, pa.array(np.arange(records.num_rows, dtype=np.int64)))
+    narrow = records.select(_decisive(records, ordering_field))
+    return narrow.append_column(WIDE_ROW, pa.array(np.arange(records.num_rows, dtype=np.int64)))
 
 
-def _widen(records: pa.Table, rows: pa.Table) -> pa.Table:
+def _widen(records: pa.Table, rows: pa.Table, ordering_field: str | None) -> pa.Table:
     """`rows` (narrow) with the data columns of the `records` they stand for."""
-    data = records.drop_columns([c for c in records.column_names if c in rows.column_names or c == BUCKET])
-    data = data.take(rows.column(WIDE_ROW))
+    data = records.drop_columns(_decisive(records, ordering_field)).take(rows.column(WIDE_ROW))
     out = rows.drop_columns([WIDE_ROW])
-    for name in data.column_names:
-        out = out.append_column(name, data.column(name))
-    return out
+    return pa.Table.from_arrays(out.columns + data.columns, names=out.column_names + data.column_names)
 
 
 def bucket_task(plan: WritePlan, records: pa.Table, task: TaskIdentity) -> TaskResult:
@@ -231,7 +233,7 @@ def bucket_task(plan: WritePlan, records: pa.Table, task: TaskIdentity) -> TaskR
         changes = state_changes(upserts, resolved.deleted_state, plan.ordering_field, plan.ordering_type, plan.instant)
         pending_state.append((state, changes))
         results.append(TaskResult((), (), _counts(resolved, upserts)))
-    writes = [(target, _widen(records, upserts), deletes) for target, upserts, deletes in writes]
+    writes = [(target, _widen(records, upserts, plan.ordering_field), deletes) for target, upserts, deletes in writes]
     stats = tuple(write_file_groups(plan.write, writes, task)) if writes else ()
     segments = tuple(_write_segment(plan, store, state, changes) for state, changes in pending_state if changes.num_rows)
     return TaskResult.merge([*results, TaskResult(stats, segments, {})])
