@@ -1,11 +1,12 @@
 """Whole parquet files held in memory (quarantine files, key-state segments, PARQUET_DATA blocks).
 
-`pq.read_table` pre-buffers on Arrow's I/O thread pool, and those threads may release the Python
-object that owns the bytes after the call has returned. If that happens while the interpreter is
-exiting, CPython before 3.14 ends the thread with `pthread_exit`, whose unwinding through Arrow's
-C++ aborts the process ("terminate called without an active exception"): a command that read
-one of these files just before exiting then fails at random. Reading synchronously on the calling
-thread leaves nothing behind; these files are small, so nothing is lost.
+Arrow may release a buffer on one of its own threads after a read has returned. If that buffer
+is owned by a Python object, the release needs the GIL; while the interpreter is exiting,
+CPython before 3.14 ends such a thread with `pthread_exit`, whose unwinding through Arrow's C++
+aborts the process ("terminate called without an active exception"). So the bytes are first
+copied into Arrow-owned memory (no Python owner left to release), and read through the file
+reader directly, on the calling thread, without the dataset layer's asynchronous I/O. These
+files are small; the copy costs well under a millisecond per megabyte.
 """
 
 from __future__ import annotations
@@ -16,4 +17,6 @@ import pyarrow.parquet as pq
 
 def read_table(data: bytes) -> pa.Table:
     """The rows of a parquet file given as bytes, read on this thread only."""
-    return pq.read_table(pa.BufferReader(data), use_threads=False, pre_buffer=False)
+    owned = pa.BufferOutputStream()
+    owned.write(data)
+    return pq.ParquetFile(pa.BufferReader(owned.getvalue())).read(use_threads=False)
