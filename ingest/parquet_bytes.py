@@ -11,12 +11,20 @@ files are small; the copy costs well under a millisecond per megabyte.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 
-def read_table(data: bytes) -> pa.Table:
-    """The rows of a parquet file given as bytes, read on this thread only."""
+def read_table(data: bytes, dictionary_columns: Sequence[str] = ()) -> pa.Table:
+    """The rows of a parquet file given as bytes, read on this thread only; `dictionary_columns`
+    (those the file has) come dictionary-encoded."""
     owned = pa.BufferOutputStream()
     owned.write(data)
-    return pq.ParquetFile(pa.BufferReader(owned.getvalue())).read(use_threads=False)
+    source = owned.getvalue()
+    file = pq.ParquetFile(pa.BufferReader(source))
+    present = [c for c in dictionary_columns if c in file.schema_arrow.names]
+    if present:
+        file = pq.ParquetFile(pa.BufferReader(source), metadata=file.metadata, read_dictionary=present)
+    return file.read(use_threads=False)

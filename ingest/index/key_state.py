@@ -57,6 +57,31 @@ def state_schema(ordering_type: pa.DataType | None) -> pa.Schema:
     ])
 
 
+# Columns with few distinct values per shard (a shard's partitions, file groups and instants), held
+# dictionary-encoded in memory and read that way from parquet: a 250,000-key shard then takes 9 MB
+# instead of 25 MB, and a process that has not held it reads it in 10 ms instead of 100-300 ms
+# (decoding the repeated strings was most of the cost).
+DICTIONARY_COLUMNS = (PARTITION, FILE_ID, INSTANT)
+_DICTIONARY = pa.dictionary(pa.int32(), pa.string())
+
+
+def memory_schema(ordering_type: pa.DataType | None) -> pa.Schema:
+    """The state as a process holds it: `state_schema` with `DICTIONARY_COLUMNS` dictionary-encoded."""
+    schema = state_schema(ordering_type)
+    for name in DICTIONARY_COLUMNS:
+        i = schema.get_field_index(name)
+        schema = schema.set(i, schema.field(i).with_type(_DICTIONARY))
+    return schema
+
+
+def _plain(table: pa.Table) -> pa.Table:
+    """`table` with dictionary-encoded columns decoded (for the small tables handed to callers)."""
+    for i, f in enumerate(table.schema):
+        if pa.types.is_dictionary(f.type):
+            table = table.set_column(i, f.name, table.column(i).cast(f.type.value_type))
+    return table
+
+
 @dataclass(frozen=True)
 class Segment:
     shard: str
@@ -82,7 +107,7 @@ def list_segments(storage: Storage, shard: str) -> list[Segment]:
 
 
 def _read(storage: Storage, segment: Segment) -> pa.Table:
-    return parquet_bytes.read_table(storage.read(segment.path))
+    return parquet_bytes.read_table(storage.read(segment.path), dictionary_columns=DICTIONARY_COLUMNS)
 
 
 def match_rows(big: pa.Table, big_keys: list[str], small: pa.Table, small_keys: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -93,16 +118,28 @@ def match_rows(big: pa.Table, big_keys: list[str], small: pa.Table, small_keys: 
     """
     if big.num_rows == 0 or small.num_rows == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    names = [f"_ingest_k{i}" for i in range(len(big_keys))]
-    left_columns = [big.column(k) for k in big_keys]
-    right_columns = []
-    for name, left in zip(small_keys, left_columns, strict=True):
-        col = small.column(name)
-        right_columns.append(col.cast(left.type) if col.type != left.type else col)
-    left = pa.table([*left_columns, pa.array(np.arange(big.num_rows, dtype=np.int64))], names=[*names, _BIG_ROW])
-    right = pa.table([*right_columns, pa.array(np.arange(small.num_rows, dtype=np.int64))], names=[*names, _SMALL_ROW])
-    joined = left.join(right, keys=names, join_type="inner", use_threads=False)
-    return (joined.column(_BIG_ROW).to_numpy(), joined.column(_SMALL_ROW).to_numpy())
+    # The join hashes the first key alone (a record key, nearly unique); the other keys (a partition,
+    # dictionary-encoded in the state) are compared on the matched pairs only.
+    first = big.column(big_keys[0])
+    probe = small.column(small_keys[0])
+    probe = probe.cast(first.type) if probe.type != first.type else probe
+    left = pa.table([first, pa.array(np.arange(big.num_rows, dtype=np.int64))], names=["_ingest_k", _BIG_ROW])
+    right = pa.table([probe, pa.array(np.arange(small.num_rows, dtype=np.int64))], names=["_ingest_k", _SMALL_ROW])
+    joined = left.join(right, keys="_ingest_k", join_type="inner", use_threads=False)
+    big_rows, small_rows = joined.column(_BIG_ROW).to_numpy(), joined.column(_SMALL_ROW).to_numpy()
+    if len(big_keys) > 1 and len(big_rows):
+        same = np.ones(len(big_rows), dtype=bool)
+        for big_key, small_key in zip(big_keys[1:], small_keys[1:], strict=True):
+            ours = _plain_column(big.column(big_key).take(big_rows))
+            theirs = _plain_column(small.column(small_key).take(small_rows))
+            theirs = theirs.cast(ours.type) if theirs.type != ours.type else theirs
+            same &= np.asarray(pc.fill_null(pc.equal(ours, theirs), False).to_numpy(zero_copy_only=False), dtype=bool)
+        big_rows, small_rows = big_rows[same], small_rows[same]
+    return big_rows, small_rows
+
+
+def _plain_column(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    return column.cast(column.type.value_type) if pa.types.is_dictionary(column.type) else column
 
 
 _BIG_ROW, _SMALL_ROW = "_ingest_big_row", "_ingest_small_row"
@@ -165,13 +202,21 @@ class ShardState:
         """`columns` of the state row of each of `rows` (matched on `keys`, in the state's key order:
         key, and partition unless global), null where the state has none."""
         state_keys = _identity_keys(self.global_scope)
-        found = np.full(rows.num_rows, -1, dtype=np.int64)
-        in_base, at = match_rows(self.base, state_keys, rows, keys)
-        found[at] = in_base
-        in_overlay, at = match_rows(self.overlay, state_keys, rows, keys)
-        found[at] = self.base.num_rows + in_overlay  # the overlay is newer
-        source = pa.concat_tables([self.base.select(list(columns)), self.overlay.select(list(columns))])
-        return source.take(pa.array(found, mask=found < 0))
+        found = []
+        for part in (self.base, self.overlay):
+            rows_in_part = np.full(rows.num_rows, -1, dtype=np.int64)
+            in_part, at = match_rows(part, state_keys, rows, keys)
+            rows_in_part[at] = in_part
+            found.append(rows_in_part)
+        # Taken from each part on its own: taking from the two as one table would concatenate them.
+        from_base = _plain(self.base.select(list(columns)).take(pa.array(found[0], mask=found[0] < 0)))
+        newer = found[1] >= 0  # the overlay is newer than the base
+        if not newer.any():
+            return from_base
+        from_overlay = _plain(self.overlay.select(list(columns)).take(pa.array(found[1], mask=~newer)))
+        use = pa.array(newer)
+        return pa.table([pc.if_else(use, o, b) for o, b in zip(from_overlay.columns, from_base.columns, strict=True)],
+                        names=list(columns))
 
     def rows_for_keys(self, keys: pa.Array | pa.ChunkedArray) -> pa.Table:
         """The current rows of the given record keys (in any partition)."""
@@ -179,7 +224,7 @@ class ShardState:
             keys = keys.combine_chunks()
         base = self.base.filter(pc.is_in(self.base.column(KEY), value_set=keys))
         overlay = self.overlay.filter(pc.is_in(self.overlay.column(KEY), value_set=keys))
-        return _apply(base, overlay, self.global_scope)
+        return _plain(_apply(base, overlay, self.global_scope))
 
     def with_changes(self, changes: pa.Table) -> ShardState:
         """This state with `changes` applied (the overlay takes them; a large overlay joins the base)."""
@@ -240,7 +285,7 @@ class KeyStateStore:
         self.storage = storage
         self.ordering_type = ordering_type
         self.global_scope = global_scope
-        self.schema = state_schema(ordering_type)
+        self.schema = memory_schema(ordering_type)
 
     def _cache_key(self, shard: str) -> tuple:
         return (self.storage.base_url, shard, self.global_scope)
