@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ingest.hudi.bucket_index import java_string_hashes
 from ingest.hudi.key_generator import KeyGeneratorSpec
 from ingest.spark import routing
 from ingest.write import precombine as pcb
@@ -46,13 +48,13 @@ def _spec(fields: str) -> KeyGeneratorSpec:
 FIELD_LISTS = ("id", "id,b", "b,id")
 
 
-def _all_routes_agree(spark, table: pa.Table, plans, field_lists) -> None:
+def _all_routes_agree(spark, table: pa.Table, plans, field_lists, exact: bool = True) -> None:
     """Every (plan, key fields) route of every row, computed in one Spark job, against the tasks' own."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
     df = spark.createDataFrame(table.to_pylist(), schema=from_arrow_schema(table.schema))
     combos = [(plan, fields) for plan in plans for fields in field_lists]
-    columns = [routing.jvm_route(df.schema, _spec(fields), plan) for plan, fields in combos]
+    columns = [routing.jvm_route(df.schema, _spec(fields), plan, exact=exact) for plan, fields in combos]
     assert all(c is not None for c in columns), "these key types take the JVM route"
     rows = df.select(*[c.alias(f"r{i}") for i, c in enumerate(columns)]).collect()
     for i, (plan, fields) in enumerate(combos):
@@ -66,6 +68,38 @@ def test_jvm_route_equals_the_write_tasks_route(spark, pairs):
     table = pa.table({"id": pa.array([a for a, _ in pairs], pa.string()),
                       "b": pa.array([b for _, b in pairs], pa.string())})
     _all_routes_agree(spark, table, PLANS, FIELD_LISTS)
+
+
+UNCUT_TEXT = st.one_of(st.none(), st.text(alphabet=st.characters(blacklist_characters=":,"), max_size=12),
+                      st.lists(st.sampled_from(["__null__", "__empty__", "a", "é", "😀", " "]), max_size=6).map("".join))
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pairs=st.lists(st.tuples(UNCUT_TEXT, UNCUT_TEXT), min_size=1, max_size=200))
+def test_fast_route_is_exact_for_keys_without_colons_and_commas(spark, pairs):
+    table = pa.table({"id": pa.array([a for a, _ in pairs], pa.string()),
+                      "b": pa.array([b for _, b in pairs], pa.string())})
+    _all_routes_agree(spark, table, PLANS, FIELD_LISTS, exact=False)
+
+
+def test_fast_route_misses_are_caught_by_the_task_and_recognised_by_the_driver():
+    """Rows placed by the fast route (the whole key's hash): a task that got a key Hudi cuts elsewhere
+    fails with a message the sink recognises."""
+    plan = PLANS[0]
+    keys = [f"id:{i},b:{i % 3}" for i in range(40)]  # Hudi buckets these by their values, not whole
+    table = pa.table({"id": pa.array(keys)})
+    records = tasks.route(plan, table.append_column(pcb.KEY, pa.array(keys)))
+    whole = (31 + java_string_hashes(pa.array(keys)).astype(np.int64)) & 0x7FFFFFFF
+    fast_task = (whole % plan.bucket_count) % 2
+    failures = []
+    for task in (0, 1):
+        try:
+            routing.check_task(records.filter(pa.array(fast_task == task)), 2, task)
+        except routing.MisroutedKey as error:
+            failures.append(error)
+    assert failures, "some of these keys are misplaced by the fast route"
+    assert routing.is_misrouted(RuntimeError(f"Python worker failed: {failures[0]}"))
+    assert not routing.is_misrouted(RuntimeError("some other failure"))
 
 
 def test_integer_and_boolean_keys_route_in_the_jvm(spark):

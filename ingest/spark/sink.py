@@ -1,8 +1,9 @@
 """The Spark sink: `df.writeStream.foreachBatch(HudiSink(options)).start()`, or `sink.write(df)`.
 
 Per micro-batch the driver begins the commit and plans it (`ingest.write.batch.write_batch`), and
-executors do all the work on records. A vectorized UDF computes each row's route (its bucket, or its
-key shard) from the record-key columns alone; the JVM shuffles whole rows by route; then the task
+executors do all the work on records. Each row's route (its bucket, or its key shard) is computed
+from the record-key columns alone, in the JVM where the key types allow (`ingest.spark.routing`);
+the JVM shuffles whole rows by route; then the task
 owning a route prepares its rows (keys, partitions, deletes; bad records quarantined by that task, or
 the job fails naming one) and writes: for a bucket, in every partition (a tombstone does not know its
 partition), the file groups and the key state; for a key shard, tagged rows that a second shuffle
@@ -135,7 +136,7 @@ class SparkEngine:
 
     def __init__(self, spark: SparkSession, *, on_error: str = "fail", quarantine_path: str | None = None,
                  quarantine_options: Mapping[str, Any] | None = None, batch_label: str = "0",
-                 parallelism: int | None = None):
+                 parallelism: int | None = None, exact_routes: bool = False):
         if on_error not in ("fail", "quarantine"):
             raise ValueError(f"on_error must be 'fail' or 'quarantine', not {on_error!r}")
         if on_error == "quarantine" and not quarantine_path:
@@ -145,6 +146,7 @@ class SparkEngine:
         self.quarantine = Storage(quarantine_path, quarantine_options) if quarantine_path else None
         self.batch_label = batch_label
         self.parallelism = parallelism or spark.sparkContext.defaultParallelism
+        self.exact_routes = exact_routes
         self.offsets: dict[str, int] = {}
 
     # -- Engine protocol --------------------------------------------------------------------------
@@ -186,7 +188,8 @@ class SparkEngine:
     def _routed(self, plan: WritePlan, prepared: PreparedFrame) -> DataFrame:
         """The batch shuffled by route (bucket or key shard), computed from the record-key columns
         alone; the tasks after the shuffle do everything else."""
-        return routing.shuffled(prepared.df, prepared.options.keygen, plan, self.parallelism)
+        return routing.shuffled(prepared.df, prepared.options.keygen, plan, self.parallelism,
+                                exact=self.exact_routes)
 
     def _prepare_fn(self, plan: WritePlan, prepared: PreparedFrame, counters):
         """Prepare a task's rows (keys, deletes, conformed types); quarantine or fail on bad ones."""
@@ -303,6 +306,7 @@ class HudiSink:
         self.after_commit = after_commit
         self.lock: WriterLock | None = None
         self.results: deque[batch_mod.CommitResult] = deque(maxlen=RESULTS_KEPT)
+        self.exact_routes = False  # set for good once a batch's keys need Hudi's full cut (`routing`)
 
     def _lease(self) -> WriterLock:
         if self.lock is None:
@@ -316,7 +320,7 @@ class HudiSink:
         spark = self.spark or df.sparkSession
         return SparkEngine(spark, on_error=self.on_error, quarantine_path=self.quarantine_path,
                            quarantine_options=self.options.storage_options, batch_label=label,
-                           parallelism=self._tasks())
+                           parallelism=self._tasks(), exact_routes=self.exact_routes)
 
     def _tasks(self) -> int | None:
         """One write task (no shuffle) while the stream's batches are small: the previous batch is the
@@ -330,10 +334,19 @@ class HudiSink:
 
     def _write(self, df: DataFrame, batch: BatchId | None, label: str,
                extra: Mapping[str, str] | None = None) -> batch_mod.CommitResult:
-        engine = self._engine(df, label)
         lock = self._lease()
-        result = batch_mod.write_batch(engine, self.options, df, batch=batch,
-                                       extra_metadata=extra, lock=lock)
+        try:
+            result = batch_mod.write_batch(self._engine(df, label), self.options, df, batch=batch,
+                                           extra_metadata=extra, lock=lock)
+        except Exception as error:
+            if self.exact_routes or not routing.is_misrouted(error):
+                raise
+            # Nothing of the attempt is committed; the next attempt rolls its files back first.
+            log.warning("record keys that hold both ':' and ',' need Hudi's full key cut; writing the "
+                        "batch again with the exact route, which this sink keeps from now on")
+            self.exact_routes = True
+            result = batch_mod.write_batch(self._engine(df, label), self.options, df, batch=batch,
+                                           extra_metadata=extra, lock=lock)
         log.info(result.log_line(batch))
         self.results.append(result)
         if self.after_commit is not None and result.instant is not None:
