@@ -105,11 +105,10 @@ def prepare(
         order = pc.fill_null(table.column(SOURCE_ORDER).cast(pa.int64()), -1)
     else:
         order = pa.array(np.arange(order_offset, order_offset + n, dtype=np.int64))
-    good = pa.array(~errors)
     cols = data_columns(table.schema)
     records = table.select(cols)
     records = records.append_column(KEY, keys.record_keys).append_column(PARTITION, partition)
     records = records.append_column(DELETE, pa.array(deleted)).append_column(ORDER, order)
     failed = table.append_column(ERROR, messages).filter(pa.array(errors)) if errors.any() else \
         table.append_column(ERROR, pa.nulls(n, pa.string())).slice(0, 0)
-    return Prepared(records.filter(good), failed)
+    return Prepared(records.filter(pa.array(~errors)) if errors.any() else records, failed)  # filtering copies every column
