@@ -74,11 +74,15 @@ def memory_schema(ordering_type: pa.DataType | None) -> pa.Schema:
     return schema
 
 
+def _plain_column(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    return column.cast(column.type.value_type) if pa.types.is_dictionary(column.type) else column
+
+
 def _plain(table: pa.Table) -> pa.Table:
     """`table` with dictionary-encoded columns decoded (for the small tables handed to callers)."""
     for i, f in enumerate(table.schema):
         if pa.types.is_dictionary(f.type):
-            table = table.set_column(i, f.name, table.column(i).cast(f.type.value_type))
+            table = table.set_column(i, f.name, _plain_column(table.column(i)))
     return table
 
 
@@ -136,10 +140,6 @@ def match_rows(big: pa.Table, big_keys: list[str], small: pa.Table, small_keys: 
             same &= np.asarray(pc.fill_null(pc.equal(ours, theirs), False).to_numpy(zero_copy_only=False), dtype=bool)
         big_rows, small_rows = big_rows[same], small_rows[same]
     return big_rows, small_rows
-
-
-def _plain_column(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
-    return column.cast(column.type.value_type) if pa.types.is_dictionary(column.type) else column
 
 
 _BIG_ROW, _SMALL_ROW = "_ingest_big_row", "_ingest_small_row"

@@ -202,8 +202,7 @@ def jvm_route(schema: StructType, spec: KeyGeneratorSpec, plan: WritePlan, *, ex
             unkeyed = unkeyed & (v.isNull() | (v == ""))
     if plan.index_type is IndexType.BUCKET:
         if spec.plain_record_key:
-            list_hash = _plain_key_hash(key, plan.hash_fields) if exact else \
-                _step(F.lit(1).cast("long"), _java_hash(key))
+            list_hash = _plain_key_hash(key, plan.hash_fields, exact)
         else:
             list_hash = _complex_key_hash(key, fields, values, plan.hash_fields, exact)
         code = list_hash.bitwiseAND(F.lit(0x7FFFFFFF)) % F.lit(plan.bucket_count)
@@ -243,14 +242,18 @@ def _value_hash(value: Column, hasher=_java_hash) -> Column:
     return F.when(blank, F.lit(0).cast("long")).otherwise(hasher(value))
 
 
-def _plain_key_hash(key: Column, hash_fields: Sequence[str]) -> Column:
-    """`List.hashCode` of `hash_key_values(key)` for a bare key value."""
+def _plain_key_hash(key: Column, hash_fields: Sequence[str], exact: bool = True) -> Column:
+    """`List.hashCode` of `hash_key_values(key)` for a bare key value (not `exact`: of the key whole,
+    which it is unless the key holds a colon)."""
     one = F.lit(1).cast("long")
+    whole = _step(one, _java_hash(key))
+    if not exact:
+        return whole
     colon = F.instr(key, ":")
     field = F.substring_index(key, ":", 1)
     kept = F.lit(True) if not hash_fields else field.isin(*hash_fields)
     single_part = F.when(kept, _step(one, _value_hash(F.substring(key, colon + 1, 1 << 30)))).otherwise(one)
-    return (F.when(colon == 0, _step(one, _java_hash(key)))
+    return (F.when(colon == 0, whole)
             .when(F.instr(key, ",") == 0, single_part)
             .otherwise(_cut_key_hash(key, hash_fields)))
 

@@ -335,18 +335,18 @@ class HudiSink:
     def _write(self, df: DataFrame, batch: BatchId | None, label: str,
                extra: Mapping[str, str] | None = None) -> batch_mod.CommitResult:
         lock = self._lease()
-        try:
-            result = batch_mod.write_batch(self._engine(df, label), self.options, df, batch=batch,
-                                           extra_metadata=extra, lock=lock)
-        except Exception as error:
-            if self.exact_routes or not routing.is_misrouted(error):
-                raise
-            # Nothing of the attempt is committed; the next attempt rolls its files back first.
-            log.warning("record keys that hold both ':' and ',' need Hudi's full key cut; writing the "
-                        "batch again with the exact route, which this sink keeps from now on")
-            self.exact_routes = True
-            result = batch_mod.write_batch(self._engine(df, label), self.options, df, batch=batch,
-                                           extra_metadata=extra, lock=lock)
+        while True:
+            try:
+                result = batch_mod.write_batch(self._engine(df, label), self.options, df, batch=batch,
+                                               extra_metadata=extra, lock=lock)
+                break
+            except Exception as error:
+                if self.exact_routes or not routing.is_misrouted(error):
+                    raise
+                # Nothing of the attempt is committed; the next attempt rolls its files back first.
+                log.warning("record keys that hold both ':' and ',' need Hudi's full key cut; writing the "
+                            "batch again with the exact route, which this sink keeps from now on")
+                self.exact_routes = True
         log.info(result.log_line(batch))
         self.results.append(result)
         if self.after_commit is not None and result.instant is not None:
