@@ -227,11 +227,15 @@ def _count_rows(batches):
     yield pa.RecordBatch.from_pydict({"rows": pa.array([rows], pa.int64())})
 
 
-def shuffle_to_python(spark, df) -> None:
+def shuffle_to_python(spark, df, row_bytes: float | None = None) -> None:
     """Spark's shuffle of `df` by key to the sink's task count, then an Arrow hand-off to Python that
-    does nothing but count: the cost a Python writer pays before its own work starts."""
+    does nothing but count: the cost a Python writer pays before its own work starts (with the Arrow
+    batch settings the sink uses once it knows the rows' width)."""
+    from ingest.spark.sink import arrow_batch_settings, session_conf
+
     tasks = spark.sparkContext.defaultParallelism
-    df.repartition(tasks, "order_id").mapInArrow(_count_rows, "rows long").collect()
+    with session_conf(spark, arrow_batch_settings(spark, row_bytes)):
+        df.repartition(tasks, "order_id").mapInArrow(_count_rows, "rows long").collect()
 
 
 def warm_up(spark, work: Path) -> None:
@@ -279,7 +283,7 @@ def measure_sink(spark, args, work: Path) -> dict:
             seconds, _ = timed(lambda upsert=upsert, r=r: upsert.write.mode("append").parquet(
                 str(work / f"parquet-{r}")))
             parquet_times.append(seconds)
-            seconds, _ = timed(lambda upsert=upsert: shuffle_to_python(spark, upsert))
+            seconds, _ = timed(lambda upsert=upsert: shuffle_to_python(spark, upsert, sink.row_bytes))
             floor_times.append(seconds)
             seconds, result = timed(lambda upsert=upsert, r=r: sink.write(upsert, batch=BatchId("benchmark", r)))
             upsert_times.append(seconds)

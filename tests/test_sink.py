@@ -30,7 +30,14 @@ from ingest.faults import CRASH_EXIT_CODE
 from ingest.hudi.instant import Action
 from ingest.hudi.snapshot import read_snapshot
 from ingest.hudi.table import HudiTable
-from ingest.spark.sink import HudiSink
+from ingest.spark.sink import (
+    ARROW_MAX_BYTES,
+    ARROW_MAX_RECORDS,
+    UNMEASURED,
+    HudiSink,
+    arrow_batch_settings,
+    session_conf,
+)
 from ingest.write.options import IndexOptions, IndexType, WriteOptions
 
 REPO = Path(__file__).resolve().parent.parent
@@ -111,6 +118,60 @@ def test_keys_that_need_hudis_full_cut_are_written_again_with_the_exact_route(sp
     timeline = table.timeline()
     assert len(timeline.completed(Action.DELTA_COMMIT)) == 2
     assert len(timeline.completed(Action.ROLLBACK)) == 1, "the failed attempt was rolled back"
+    assert our_rows(read_snapshot(table)) == expected_rows(model)
+
+
+def test_arrow_batch_settings_turn_the_byte_bound_into_a_row_bound(spark):
+    with session_conf(spark, {ARROW_MAX_BYTES: "64m", ARROW_MAX_RECORDS: "100000"}):
+        assert arrow_batch_settings(spark, None) == {}, "unknown width: Spark's own settings stand"
+        assert arrow_batch_settings(spark, 200.0) == {ARROW_MAX_BYTES: str(UNMEASURED), ARROW_MAX_RECORDS: "100000"}
+        assert arrow_batch_settings(spark, 4096.0) == {ARROW_MAX_BYTES: str(UNMEASURED), ARROW_MAX_RECORDS: "16384"}
+        assert arrow_batch_settings(spark, 1e12)[ARROW_MAX_RECORDS] == "1"
+    with session_conf(spark, {ARROW_MAX_BYTES: "1048576b", ARROW_MAX_RECORDS: "0"}):  # 0: no row limit of its own
+        assert arrow_batch_settings(spark, 100.0)[ARROW_MAX_RECORDS] == "10485"
+    with session_conf(spark, {ARROW_MAX_BYTES: str(UNMEASURED)}):
+        assert arrow_batch_settings(spark, 100.0) == {}, "nothing measured already: nothing to change"
+
+
+def test_spark_hands_python_batches_of_the_bounded_rows(spark):
+    """The premise of `arrow_batch_settings`: with the byte limit at the unmeasured value, Spark cuts
+    Arrow batches by the row bound alone."""
+
+    def batch_rows(batches):  # defined here so that Spark ships it by value
+        for batch in batches:
+            yield pa.RecordBatch.from_pydict({"rows": pa.array([batch.num_rows], pa.int64())})
+
+    df = spark.range(1000).select(F.col("id"), F.struct(F.col("id").cast("string").alias("s")).alias("nested"))
+    with session_conf(spark, {ARROW_MAX_BYTES: "1k", ARROW_MAX_RECORDS: "10000"}):
+        settings_ = arrow_batch_settings(spark, 50.0)
+        assert settings_[ARROW_MAX_RECORDS] == "20"
+        with session_conf(spark, settings_):
+            sizes = [r["rows"] for r in df.coalesce(1).mapInArrow(batch_rows, "rows long").collect()]
+    assert sum(sizes) == 1000 and max(sizes) == 20
+
+
+def test_the_sink_learns_the_rows_width_and_restores_the_session(spark, tmp_path):
+    """After its first batch the sink knows the Arrow bytes per row and writes later batches with the
+    byte bound as a row bound (here a few rows per Arrow batch); the session's own settings are back
+    after every batch, and the table is exact."""
+    options = options_for(tmp_path / "table", "bucket", "log")
+    model = TableModel(event_time=True)
+    keys = {"spark.sql.adaptive.enabled": "true", ARROW_MAX_BYTES: "512b", ARROW_MAX_RECORDS: "10000"}
+    with session_conf(spark, keys), HudiSink(options, spark=spark, small_batch_rows=5) as sink:
+        for batch_id in range(3):
+            ops = [Op(f"k-{(i * 7 + batch_id) % 60}", f"p{i % 3}", batch_id + 1, values={"fare": float(i)})
+                   for i in range(50)]
+            for op in ops:
+                op.values = model_values(op, True, batch_id)
+            frame = spark_frame(spark, to_table(ops, True, batch_id))
+            sink(frame, batch_id)
+            model.apply(ops)
+            width = frame.toArrow().nbytes / len(ops)
+            assert 0.5 * width < sink.row_bytes < 3 * width, (sink.row_bytes, width)
+            assert {k: spark.conf.get(k) for k in keys} == keys
+            # Later batches reach Python in Arrow batches of a few rows each.
+            assert int(arrow_batch_settings(spark, sink.row_bytes)[ARROW_MAX_RECORDS]) < len(ops) // 2
+    table = HudiTable.open(str(tmp_path / "table"))
     assert our_rows(read_snapshot(table)) == expected_rows(model)
 
 
