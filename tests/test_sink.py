@@ -150,6 +150,19 @@ def test_spark_hands_python_batches_of_the_bounded_rows(spark):
     assert sum(sizes) == 1000 and max(sizes) == 20
 
 
+def test_python_workers_keep_the_memory_they_free(spark):
+    """Sessions built by ingest start Python workers with Arrow's allocator told not to hand freed
+    memory back to the OS between batches (`ingest.spark.session.DEFAULT_CONF`)."""
+
+    def allocator_setting(batches):
+        for _ in batches:
+            pass
+        yield pa.RecordBatch.from_pydict({"v": pa.array([os.environ.get("MIMALLOC_PURGE_DELAY")], pa.string())})
+
+    values = {r["v"] for r in spark.range(4).repartition(2).mapInArrow(allocator_setting, "v string").collect()}
+    assert values == {"-1"}
+
+
 def test_the_sink_learns_the_rows_width_and_restores_the_session(spark, tmp_path):
     """After its first batch the sink knows the Arrow bytes per row and writes later batches with the
     byte bound as a row bound (here a few rows per Arrow batch); the session's own settings are back

@@ -110,6 +110,11 @@ DEFAULT_CONF: Mapping[str, str] = {
     # Retried or speculative attempts write files under their own write token; speculation would
     # only multiply them, so it stays off.
     "spark.speculation": "false",
+    # Arrow's allocator (mimalloc) hands freed memory back to the OS within milliseconds, so every
+    # write task touched tens of MB of fresh pages again: 11,000 page faults per 100,000-row task, and a
+    # third of its CPU time in the kernel on a virtual machine. Python workers keep what they freed for
+    # the next batch instead (2,100 faults; kernel time 0.19 s -> 0.13 s per task).
+    "spark.executorEnv.MIMALLOC_PURGE_DELAY": "-1",
 }
 
 
