@@ -151,16 +151,18 @@ def test_spark_hands_python_batches_of_the_bounded_rows(spark):
 
 
 def test_python_workers_keep_the_memory_they_free(spark):
-    """Sessions built by ingest start Python workers with Arrow's allocator told not to hand freed
-    memory back to the OS between batches (`ingest.spark.session.DEFAULT_CONF`)."""
+    """Sessions built by ingest start Python workers with Arrow's allocator and glibc's malloc told not
+    to hand freed memory back to the OS between batches (`ingest.spark.session.DEFAULT_CONF`)."""
 
-    def allocator_setting(batches):
+    names = ("MIMALLOC_PURGE_DELAY", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")
+
+    def allocator_settings(batches):
         for _ in batches:
             pass
-        yield pa.RecordBatch.from_pydict({"v": pa.array([os.environ.get("MIMALLOC_PURGE_DELAY")], pa.string())})
+        yield pa.RecordBatch.from_pydict({"v": pa.array([",".join(str(os.environ.get(n)) for n in names)])})
 
-    values = {r["v"] for r in spark.range(4).repartition(2).mapInArrow(allocator_setting, "v string").collect()}
-    assert values == {"-1"}
+    values = {r["v"] for r in spark.range(4).repartition(2).mapInArrow(allocator_settings, "v string").collect()}
+    assert values == {f"-1,{32 << 20},{1 << 30}"}
 
 
 def test_the_sink_learns_the_rows_width_and_restores_the_session(spark, tmp_path):
