@@ -153,11 +153,11 @@ def arrow_batch_settings(session: SparkSession, row_bytes: float | None) -> dict
     """
     if not row_bytes:
         return {}
-    max_bytes = _bytes(session.conf.get(ARROW_MAX_BYTES, "64m"))
+    max_bytes = _bytes(session.conf.get(ARROW_MAX_BYTES))  # Spark's own default when unset
     if max_bytes == UNMEASURED:
         return {}
     rows = max(1, int(max_bytes // row_bytes))
-    max_records = int(session.conf.get(ARROW_MAX_RECORDS, "10000"))
+    max_records = int(session.conf.get(ARROW_MAX_RECORDS))
     if max_records > 0:
         rows = min(rows, max_records)
     return {ARROW_MAX_BYTES: str(UNMEASURED), ARROW_MAX_RECORDS: str(rows)}
