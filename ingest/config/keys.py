@@ -248,6 +248,17 @@ KEYS: tuple[Key, ...] = (
         choices=("PARQUET",), reason="ingest writes parquet base files"),
     Key("hudi.hoodie.index.class", Type.REFUSED, "A custom Java index class.",
         reason="Java index classes cannot run here; set hoodie.index.type"),
+    # -- hudi: metrics (HoodieMetricsConfig, HoodieMetricsPrometheusConfig) --
+    Key("hudi.hoodie.metrics.on", Type.BOOLEAN, "Report per-commit metrics under Hudi's `HoodieMetrics` names "
+        "(see *Metrics* above).", default=False),
+    Key("hudi.hoodie.metrics.reporter.type", Type.CHOICE, "Where metrics go: an HTTP endpoint on the driver "
+        "for Prometheus to scrape, or one log line per commit. Hudi's default, GRAPHITE, and its other "
+        "reporters are Java-only.", default="PROMETHEUS", choices=("PROMETHEUS", "CONSOLE"),
+        reason="ingest reports to PROMETHEUS (an endpoint on the driver) or CONSOLE"),
+    Key("hudi.hoodie.metrics.prometheus.port", Type.INTEGER, "PROMETHEUS: the driver's port for `/metrics` "
+        "(0 picks a free one, logged at start).", default=9090, minimum=0, maximum=65535),
+    Key("hudi.hoodie.metrics.reporter.metricsname.prefix", Type.STRING, "Prefix of every metric name; dots "
+        "become underscores.", default_doc="the table name, as Hudi infers it"),
     # -- hudi: table services (read by ingest.hudi.service_settings, with Hudi 0.14/0.15's defaults) --
     Key("hudi.hoodie.compact.inline", Type.BOOLEAN, "Schedule and run compaction in the writing job after "
         "commits. Merge-On-Read tables need compaction: turn this on, or compact with a separate job.",
@@ -740,6 +751,29 @@ a Merge-On-Read table can afford only if another job compacts it. As Hudi requir
 `hoodie.keep.max.commits` must exceed `hoodie.keep.min.commits`, which with KEEP_LATEST_COMMITS
 must exceed `hoodie.cleaner.commits.retained`, and `hoodie.compact.inline` and
 `hoodie.compact.schedule.inline` cannot both be true.
+
+### Metrics
+
+With `hoodie.metrics.on: true`, the stream and the backfill report every commit as Hudi's writers
+do (`HoodieMetrics.updateCommitMetrics`): gauges named `<prefix>.deltacommit.<metric>`, the prefix
+being `hoodie.metrics.reporter.metricsname.prefix` or else the table name, dots replaced by `_`.
+With `hoodie.metrics.reporter.type: PROMETHEUS` the driver serves them at
+`http://<driver>:<hoodie.metrics.prometheus.port>/metrics` with Prometheus's name rules (every `.`
+becomes `_`, as Hudi's `DropwizardExports` does): for a table `orders`,
+
+| metric | what it is (per commit, Hudi's definition) |
+| --- | --- |
+| `orders_deltacommit_totalRecordsWritten` | records written (`numWrites` summed over the write stats) |
+| `orders_deltacommit_totalInsertRecordsWritten`, `..._totalUpdateRecordsWritten`, `..._totalRecordsDeleted` | inserts, updates, deletes |
+| `orders_deltacommit_totalFilesInsert`, `..._totalFilesUpdate`, `..._totalPartitionsWritten` | new files, appended files, partitions |
+| `orders_deltacommit_totalBytesWritten` | bytes written |
+| `orders_deltacommit_duration`, `orders_deltacommit_commitTime` | the batch's milliseconds; the instant time in epoch milliseconds |
+| `orders_deltacommit_commitLatencyInMs`, `..._commitFreshnessInMs` | only when write stats carry event times, as in Hudi |
+| `orders_ingest_quarantinedRecords`, `orders_ingest_staleRecords`, `orders_ingest_missingDeletes` | ingest's own: records set aside, stale versions dropped, deletes of unknown keys |
+| `orders_ingest_commits_total` | commits reported since the job started (a counter) |
+| `orders_ingest_kafkaLag{topic,partition}` | messages behind each Kafka partition after the last batch |
+
+`CONSOLE` logs the same figures in one line per commit (`metrics: orders.deltacommit.totalRecordsWritten=...`).
 """
 
 

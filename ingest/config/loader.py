@@ -34,6 +34,7 @@ from ingest.config.keys import HUDI, Key, Secret, Type
 from ingest.config.pipeline import (
     FileInput,
     KafkaInput,
+    MetricsSettings,
     OnError,
     PipelineConfig,
     QuarantineSettings,
@@ -464,6 +465,12 @@ class _Resolver:
         quarantine = QuarantineSettings(self.get("quarantine.path"))
         stream = self.stream(source, quarantine, table)
         services = self.services()
+        metrics = MetricsSettings(
+            on=self.get("hudi.hoodie.metrics.on"),
+            reporter_type=self.get("hudi.hoodie.metrics.reporter.type"),
+            prometheus_port=self.get("hudi.hoodie.metrics.prometheus.port"),
+            prefix=self.get("hudi.hoodie.metrics.reporter.metricsname.prefix"),
+        )
         spark = SparkSettings(
             app_name=self.get("spark.app_name") or f"ingest-{table.name}",
             master=self.get("spark.master"),
@@ -477,7 +484,7 @@ class _Resolver:
         return PipelineConfig(
             origin=self.origin_file, table=table, hudi=hudi, write=write, source=source, quarantine=quarantine,
             stream=stream, services=services, spark=spark, settings=Settings(ordered),
-            warnings=tuple(self.warnings()),
+            warnings=tuple(self.warnings()), metrics=metrics,
         )
 
     def hudi_settings(self, table: TableSettings) -> Settings:

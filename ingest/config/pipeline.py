@@ -141,6 +141,16 @@ class QuarantineSettings:
 
 
 @dataclass(frozen=True)
+class MetricsSettings:
+    """`hoodie.metrics.*`: per-commit metrics as Hudi's HoodieMetrics reports them."""
+
+    on: bool = False
+    reporter_type: str = "PROMETHEUS"
+    prometheus_port: int = 9090
+    prefix: str | None = None           # None: the table name, as Hudi infers it
+
+
+@dataclass(frozen=True)
 class SparkSettings:
     app_name: str
     master: str | None = None
@@ -173,6 +183,7 @@ class PipelineConfig:
     spark: SparkSettings
     settings: Settings
     warnings: tuple[str, ...] = ()
+    metrics: MetricsSettings = field(default_factory=MetricsSettings)
 
     def redacted(self) -> dict[str, Any]:
         """Every resolved setting, nested as in the file, secrets as `<redacted>`; JSON-ready."""

@@ -23,6 +23,7 @@ import pyarrow as pa
 from ingest.errors import BadRecordError
 from ingest.faults import crash_point
 from ingest.hudi import schema as avro
+from ingest.hudi.commit_metadata import WriteStat
 from ingest.hudi.file_system_view import FileSlice
 from ingest.hudi.snapshot import ReadContext
 from ingest.hudi.table import HudiTable
@@ -51,6 +52,7 @@ class CommitResult:
     files: int = 0
     rolled_back: tuple[str, ...] = ()
     durations: Mapping[str, float] = field(default_factory=dict)
+    stats: tuple[WriteStat, ...] = ()       # the commit's write stats, for metrics
 
     def log_line(self, batch: BatchId | None = None) -> str:
         c = self.counts
@@ -140,6 +142,7 @@ def write_batch(
         files=len(result.stats),
         rolled_back=txn.rolled_back,
         durations=timings,
+        stats=tuple(result.stats),
     )
 
 
