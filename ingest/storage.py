@@ -17,6 +17,7 @@ process dying at any point. Surviving the machine losing power needs `fsync` as 
 
 from __future__ import annotations
 
+from datetime import timezone
 import os
 import posixpath
 import uuid
@@ -128,6 +129,11 @@ class Storage:
 
     def size(self, rel: str) -> int:
         return int(self.fs.size(self.full_path(rel)))
+
+    def modified(self, rel: str) -> float:
+        """A file's modification time in epoch seconds (Hudi 0.x reads completion times from it)."""
+        moment = self.fs.modified(self.full_path(rel))
+        return moment.timestamp() if moment.tzinfo else moment.replace(tzinfo=timezone.utc).timestamp()
 
     def list(self, rel: str = "") -> list[FileInfo]:
         """Direct children of a folder; an absent folder lists as empty."""

@@ -248,6 +248,62 @@ KEYS: tuple[Key, ...] = (
         choices=("PARQUET",), reason="ingest writes parquet base files"),
     Key("hudi.hoodie.index.class", Type.REFUSED, "A custom Java index class.",
         reason="Java index classes cannot run here; set hoodie.index.type"),
+    # -- hudi: catalog sync (HoodieSyncConfig, HiveSyncConfigHolder, AWS Glue sync) --
+    Key("hudi.hoodie.datasource.meta.sync.enable", Type.BOOLEAN, "Register the table and its partitions in a "
+        "catalog after every commit (see *Catalog sync* above).", default=False),
+    Key("hudi.hoodie.datasource.hive_sync.enable", Type.BOOLEAN, "The same, under Hive sync's older key.",
+        default=False),
+    Key("hudi.hoodie.meta.sync.client.tool.class", Type.STRING, "Which catalogs, comma-separated: "
+        "`org.apache.hudi.hive.HiveSyncTool` (a Hive Metastore) and/or "
+        "`org.apache.hudi.aws.sync.AwsGlueCatalogSyncTool` (AWS Glue).", default="org.apache.hudi.hive.HiveSyncTool"),
+    Key("hudi.hoodie.datasource.hive_sync.mode", Type.CHOICE, "How Hive sync talks to Hive: ingest uses the "
+        "metastore's Thrift API.", default="hms", choices=("hms",),
+        reason="ingest syncs through the metastore's Thrift API (hms); jdbc and hiveql need HiveServer2"),
+    Key("hudi.hoodie.datasource.hive_sync.use_jdbc", Type.CHOICE, "Hive sync through HiveServer2's JDBC.",
+        default="false", choices=("false",), reason="set hoodie.datasource.hive_sync.mode: hms"),
+    Key("hudi.hoodie.datasource.hive_sync.metastore.uris", Type.STRING, "The Hive Metastore's Thrift URIs, "
+        "comma-separated.", default="thrift://localhost:9083"),
+    Key("hudi.hoodie.datasource.hive_sync.database", Type.STRING, "Catalog database (created when missing, "
+        "unless `auto_create_database` is false).", default_doc="`table.database`"),
+    Key("hudi.hoodie.datasource.hive_sync.table", Type.STRING, "Catalog table name; a Merge-On-Read table is "
+        "registered as `<name>_ro` and `<name>_rt`.", default_doc="`table.name`"),
+    Key("hudi.hoodie.datasource.hive_sync.partition_fields", Type.STRING, "The catalog's partition columns, "
+        "comma-separated.", default_doc="the partition path fields"),
+    Key("hudi.hoodie.datasource.hive_sync.partition_extractor_class", Type.CHOICE, "How a partition path "
+        "becomes partition values.", default_doc="NonPartitionedExtractor without partition fields; "
+        "HiveStylePartitionValueExtractor for one hive-style field, SinglePartPartitionValueExtractor for one "
+        "other; MultiPartKeysValueExtractor for several",
+        choices=tuple(f"org.apache.hudi.hive.{c}" for c in (
+            "MultiPartKeysValueExtractor", "HiveStylePartitionValueExtractor", "SinglePartPartitionValueExtractor",
+            "NonPartitionedExtractor", "SlashEncodedDayPartitionValueExtractor")),
+        reason="the extractors ingest knows are Hudi's built-in ones"),
+    Key("hudi.hoodie.datasource.hive_sync.skip_ro_suffix", Type.BOOLEAN, "Register the read-optimized table "
+        "as `<name>` instead of `<name>_ro`.", default=False),
+    Key("hudi.hoodie.datasource.hive_sync.sync_as_datasource", Type.BOOLEAN, "Add the Spark data source "
+        "properties (provider, schema) so Spark reads the tables as Hudi tables.", default=True),
+    Key("hudi.hoodie.datasource.hive_sync.support_timestamp", Type.BOOLEAN, "Register timestamp columns as "
+        "`timestamp` instead of `bigint`.", default=False),
+    Key("hudi.hoodie.datasource.hive_sync.create_managed_table", Type.BOOLEAN, "Leave out `EXTERNAL=TRUE`.",
+        default=False),
+    Key("hudi.hoodie.datasource.hive_sync.omit_metadata_fields", Type.BOOLEAN, "Leave the `_hoodie_*` "
+        "columns out of the catalog.", default=False),
+    Key("hudi.hoodie.datasource.hive_sync.batch_num", Type.INTEGER, "Partitions per metastore call.",
+        default=1000, minimum=1),
+    Key("hudi.hoodie.datasource.hive_sync.auto_create_database", Type.BOOLEAN, "Create the database when it "
+        "is missing.", default=True),
+    Key("hudi.hoodie.datasource.hive_sync.schema_string_length_thresh", Type.INTEGER, "Characters per "
+        "`spark.sql.sources.schema.part.N` table property.", default=4000, minimum=1),
+    Key("hudi.hoodie.datasource.hive_sync.table_properties", Type.STRING, "Extra table parameters, "
+        "`key=value` one per line."),
+    Key("hudi.hoodie.datasource.hive_sync.serde_properties", Type.STRING, "Extra serde parameters, "
+        "`key=value` one per line."),
+    Key("hudi.hoodie.aws.glue.region", Type.STRING, "AWS Glue: the region.", default_doc="boto3's default"),
+    Key("hudi.hoodie.aws.glue.endpoint", Type.STRING, "AWS Glue: an endpoint URL other than AWS's."),
+    Key("hudi.hoodie.aws.access.key", Type.STRING, "AWS Glue: access key id.", default_doc="boto3's chain"),
+    Key("hudi.hoodie.aws.secret.key", Type.STRING, "AWS Glue: secret access key.", default_doc="boto3's chain"),
+    Key("hudi.hoodie.aws.session.token", Type.STRING, "AWS Glue: session token."),
+    Key("hudi.hoodie.datasource.meta.sync.glue.catalogId", Type.STRING, "AWS Glue: the catalog (account) id.",
+        default_doc="the caller's account"),
     # -- hudi: metrics (HoodieMetricsConfig, HoodieMetricsPrometheusConfig) --
     Key("hudi.hoodie.metrics.on", Type.BOOLEAN, "Report per-commit metrics under Hudi's `HoodieMetrics` names "
         "(see *Metrics* above).", default=False),
@@ -378,6 +434,8 @@ KEYS: tuple[Key, ...] = (
         "persisted record key index.", default=8, minimum=1),
     Key("write.jvm_timezone", Type.STRING, "Default time zone of the JVMs of Hudi writers sharing the table; "
         "Hudi falls back to it when formatting timestamps without a zone.", default="UTC"),
+    Key("write.sync_failures_allowed", Type.INTEGER, "Catalog sync: consecutive failed syncs the job "
+        "tolerates (each is retried after the next commit); one more fails the job.", default=3, minimum=0),
     Key("write.lock_expiry_seconds", Type.NUMBER, "The writer's lease on the table expires this long after its "
         "last renewal (another writer may then take over).", default=60.0, minimum=1),
     # -- stream -----------------------------------------------------------------------------------

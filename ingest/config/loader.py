@@ -29,6 +29,8 @@ from typing import Any, NoReturn
 
 import yaml
 
+from ingest.catalog.settings import TOOLS, SyncSettings, tool_classes
+from ingest.catalog.settings import Key as SYNC_KEYS
 from ingest.config import keys as K
 from ingest.config.keys import HUDI, Key, Secret, Type
 from ingest.config.pipeline import (
@@ -471,6 +473,7 @@ class _Resolver:
             prometheus_port=self.get("hudi.hoodie.metrics.prometheus.port"),
             prefix=self.get("hudi.hoodie.metrics.reporter.metricsname.prefix"),
         )
+        catalog = self.catalog(hudi)
         spark = SparkSettings(
             app_name=self.get("spark.app_name") or f"ingest-{table.name}",
             master=self.get("spark.master"),
@@ -484,7 +487,7 @@ class _Resolver:
         return PipelineConfig(
             origin=self.origin_file, table=table, hudi=hudi, write=write, source=source, quarantine=quarantine,
             stream=stream, services=services, spark=spark, settings=Settings(ordered),
-            warnings=tuple(self.warnings()), metrics=metrics,
+            warnings=tuple(self.warnings()), metrics=metrics, catalog=catalog,
         )
 
     def hudi_settings(self, table: TableSettings) -> Settings:
@@ -709,6 +712,17 @@ class _Resolver:
         trigger = self.get("stream.trigger")
         return StreamSettings(checkpoint=checkpoint, trigger=Trigger(None if trigger == K.AVAILABLE_NOW else trigger),
                               on_error=on_error)
+
+    def catalog(self, hudi: Settings) -> SyncSettings:
+        """Catalog sync under Hudi's keys; a tool class ingest cannot run is refused here."""
+        for tool in tool_classes(hudi):
+            if tool not in TOOLS:
+                self.fail(f"{HUDI}.{SYNC_KEYS.TOOL}", f"names {tool}; ingest syncs with "
+                          f"{' or '.join(TOOLS)}")
+        try:
+            return SyncSettings.from_hudi(hudi, failures_allowed=self.get("write.sync_failures_allowed"))
+        except ValueError as e:
+            self.fail(f"{HUDI}.{SYNC_KEYS.EXTRACTOR}", str(e))
 
     def services(self) -> Settings:
         """The table-service keys, complete, after the rules Hudi's write config enforces."""

@@ -16,6 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from ingest.catalog.settings import SyncSettings
 from ingest.config.keys import HUDI, REDACTED, Secret, is_secret, lookup, to_text
 from ingest.kafka.decode import DecoderSpec
 from ingest.write.options import WriteOptions
@@ -184,6 +185,7 @@ class PipelineConfig:
     settings: Settings
     warnings: tuple[str, ...] = ()
     metrics: MetricsSettings = field(default_factory=MetricsSettings)
+    catalog: SyncSettings | None = None
 
     def redacted(self) -> dict[str, Any]:
         """Every resolved setting, nested as in the file, secrets as `<redacted>`; JSON-ready."""
