@@ -17,12 +17,12 @@ process dying at any point. Surviving the machine losing power needs `fsync` as 
 
 from __future__ import annotations
 
-from datetime import timezone
 import os
 import posixpath
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timezone
 from typing import IO, Any
 
 import fsspec
