@@ -4,7 +4,9 @@ Per file group and instant: one AVRO_DATA block with the upserts and one DELETE 
 deletes, appended to the slice's current log file where that is safe (the storage appends, and the
 file is under the size limit), otherwise written as the next log file version. A new file group in
 `insert_mode: base` gets a parquet base file instead. A marker is written before any file is touched,
-so a crash leaves a complete list of what to undo.
+so a crash leaves a complete list of what to undo. The write stat is filled as `HoodieAppendHandle`
+fills it: `logFiles` is the slice's log files plus the one written, `fileSizeInBytes` the whole log
+file's size after the append, `totalWriteBytes` the bytes this commit added.
 
 A retried task may find bytes an earlier attempt of the same task appended past the size the driver
 planned: they belong to this instant and this task only, so the file is cut back to the planned size
@@ -66,6 +68,7 @@ class FileGroupTarget:
     base_file: str | None = None       # that slice's base file name
     latest_log: str | None = None      # that slice's newest log file name
     latest_log_size: int = 0           # its size when the commit was planned
+    log_files: tuple[str, ...] = ()    # that slice's log file names, oldest first
 
     @property
     def is_new(self) -> bool:
@@ -290,5 +293,12 @@ def _write_log(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Table, de
         log_version=parsed.version if parsed else 1,
         log_offset=offset,
         base_file=target.base_file or "",
-        log_files=(name,),
+        log_files=_stat_log_files(target, name),
     )
+
+
+def _stat_log_files(target: FileGroupTarget, written: str) -> tuple[str, ...]:
+    """`HoodieAppendHandle.init`/`updateWriteStat`: the slice's log files as `FileSlice.getLogFiles`
+    lists them (newest first), then the file written if it is not among them."""
+    names = tuple(reversed(target.log_files))
+    return names if written in names else (*names, written)
