@@ -95,16 +95,21 @@ class WriteContext:
 
 
 def with_meta_columns(upserts: pa.Table, instant: str, partition_id: int, file_names: Sequence[str],
-                      group_sizes: Sequence[int]) -> pa.Table:
+                      group_sizes: Sequence[int], *, log_records: bool) -> pa.Table:
     """Fill the five `_hoodie_*` columns as Hudi's write handles do, for rows of consecutive groups.
 
-    Rows come group after group (`group_sizes`); each group is one file group: its records are
-    numbered from 0 in `_hoodie_commit_seqno` and carry its file name.
+    Rows come group after group (`group_sizes`); each group is one file group and carries its file
+    name. `_hoodie_commit_seqno` is `<instant>_<task partition>_<n>` (`HoodieRecord.generateSequenceId`).
+    In a base file `n` counts the file's records from 0 (the parquet writer's written-record count);
+    in log files it is `HoodieAppendHandle`'s JVM-wide `RECORD_COUNTER`, which starts at 1 and is not
+    reset between file groups: here it runs across the task's log records, as in a fresh executor.
     """
     n = upserts.num_rows
     sizes = np.asarray(group_sizes, dtype=np.int64)
-    starts = np.repeat(np.cumsum(sizes) - sizes, sizes)
-    counter = np.arange(n, dtype=np.int64) - starts
+    if log_records:
+        counter = np.arange(1, n + 1, dtype=np.int64)
+    else:
+        counter = np.arange(n, dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes)
     seq = pc.binary_join_element_wise(
         pa.scalar(f"{instant}_{partition_id}_"), pa.array(counter).cast(pa.string()), "",
     ) if n else pa.array([], pa.string())
@@ -184,7 +189,7 @@ def _data_contents(ctx: WriteContext, groups: Sequence[tuple[FileGroupTarget, pa
         return [None] * len(groups)
     rows = pa.concat_tables([u.select(with_rows[0][1].column_names) for _, u in with_rows])
     rows = with_meta_columns(rows, ctx.instant, task.partition_id, [t.file_id for t, _ in with_rows],
-                             [u.num_rows for _, u in with_rows])
+                             [u.num_rows for _, u in with_rows], log_records=True)
     encoded = avro_encoder.encode_batch(_writer_columns(rows, ctx.writer_schema), ctx.writer_schema)
     framed = [memoryview(b) for b in encoded.framed()]
     starts = np.cumsum([0] + [len(b) for b in framed]).tolist()
@@ -215,9 +220,11 @@ def _write_base_file(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Tab
                      task: TaskIdentity, started: float) -> WriteStat:
     name = BaseFileName(target.file_id, task.write_token, ctx.instant).name
     path = target.path(name)
-    rows = _writer_columns(with_meta_columns(upserts, ctx.instant, task.partition_id, [name], [upserts.num_rows]),
+    # Sorted before numbering: the parquet writer numbers records in the order it writes them.
+    upserts = upserts.sort_by(KEY)
+    rows = _writer_columns(with_meta_columns(upserts, ctx.instant, task.partition_id, [name], [upserts.num_rows],
+                                             log_records=False),
                            ctx.writer_schema)
-    rows = rows.sort_by(avro.RECORD_KEY)
     data, stats = encode_base_file(rows, ctx.writer_schema, ctx.base_file_options, path=path)
     markers.create(ctx.storage, ctx.instant, target.partition_path, name, markers.IOType.CREATE)
     if not ctx.storage.create(path, data):
