@@ -232,6 +232,10 @@ KEYS: tuple[Key, ...] = (
         choices=("SIMPLE",), reason="consistent hashing buckets are not supported"),
     Key("hudi.hoodie.logfile.max.size", Type.INTEGER, "Bytes after which a log file is closed and the next "
         "one started.", default=1024**3, minimum=1),
+    Key("hudi.hoodie.logfile.data.block.max.size", Type.INTEGER, "Bytes of records after which a log data "
+        "block is closed and the next one started in the same log file (`HoodieAppendHandle`), so a large "
+        "commit never needs one block beyond what Hudi reads.", default=256 * 1024**2, minimum=1,
+        maximum=2**31 - 1),
     Key("hudi.hoodie.parquet.compression.codec", Type.CHOICE, "Base file compression. Hudi defaults to gzip; "
         "snappy writes several times faster and every Hudi reader reads it.", default="snappy",
         choices=("snappy", "gzip", "zstd", "uncompressed")),

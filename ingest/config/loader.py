@@ -523,6 +523,7 @@ class _Resolver:
                 insert_mode=InsertMode(self.get("write.insert_mode")),
                 file_group_max_bytes=self.get("write.file_group_max_bytes"),
                 log_file_max_bytes=self.get("hudi.hoodie.logfile.max.size"),
+                log_block_max_bytes=self.get("hudi.hoodie.logfile.data.block.max.size"),
                 delete_flag_column=self.get("write.delete_flag_column") or None,
                 checkpoint_id=self.get("hudi.hoodie.datasource.write.streaming.checkpoint.identifier"),
                 storage_options=dict(table.storage_options),

@@ -1,7 +1,8 @@
 """Writing one file group's share of a commit, in the executor that holds its records.
 
-Per file group and instant: one AVRO_DATA block with the upserts and one DELETE block with the
-deletes, appended to the slice's current log file where that is safe (the storage appends, and the
+Per file group and instant: AVRO_DATA blocks with the upserts, cut at `log_block_max_bytes` of
+records (`hoodie.logfile.data.block.max.size`, as `HoodieAppendHandle` flushes a block), then one
+DELETE block with the deletes, appended to the slice's current log file where that is safe (the storage appends, and the
 file is under the size limit), otherwise written as the next log file version. A new file group in
 `insert_mode: base` gets a parquet base file instead. A marker is written before any file is touched,
 so a crash leaves a complete list of what to undo. The write stat is filled as `HoodieAppendHandle`
@@ -87,6 +88,7 @@ class WriteContext:
     writer_schema: avro.AvroSchema      # with meta fields
     insert_mode: InsertMode = InsertMode.LOG
     log_max_bytes: int = 1024 * 1024 * 1024
+    log_block_max_bytes: int = 256 * 1024 * 1024
     base_file_options: BaseFileOptions = BaseFileOptions()
 
     @property
@@ -174,19 +176,35 @@ def write_file_groups(
     if logs:
         started = time.monotonic()
         contents = _data_contents(ctx, [groups[i] for i in logs], task)
-        for i, content in zip(logs, contents, strict=True):
+        for i, blocks in zip(logs, contents, strict=True):
             target, upserts, deletes = groups[i]
-            stats[i] = _write_log(ctx, target, upserts, deletes, content, task, started)
+            stats[i] = _write_log(ctx, target, upserts, deletes, blocks, task, started)
     return [s for s in stats if s is not None]
 
 
+def block_cuts(record_ends: np.ndarray, max_bytes: int) -> list[int]:
+    """Where a group's records are cut into data blocks: indexes into `record_ends` (the records'
+    end offsets, framed, from the group's start at 0), each block holding the longest run whose
+    content (8 bytes of version and count, then the framed records) stays within `max_bytes`;
+    a record too big on its own gets a block of its own, as `HoodieAppendHandle.flushToDiskIfRequired`
+    flushes before every record once its estimate says none fits."""
+    cuts, start, n = [], 0, len(record_ends)
+    while start < n:
+        base = int(record_ends[start - 1]) if start else 0
+        end = int(np.searchsorted(record_ends, base + max_bytes - 8, side="right"))
+        start = min(max(end, start + 1), n)
+        cuts.append(start)
+    return cuts
+
+
 def _data_contents(ctx: WriteContext, groups: Sequence[tuple[FileGroupTarget, pa.Table, pa.Table]],
-                   task: TaskIdentity) -> list[list[memoryview | bytes] | None]:
-    """AVRO_DATA content per group, as pieces of one encoder pass's output (None where a group has no
-    upserts). The pieces are views: the encoded records are not copied again before the file write."""
+                   task: TaskIdentity) -> list[list[list[memoryview | bytes]]]:
+    """AVRO_DATA block contents per group, as pieces of one encoder pass's output (none where a group
+    has no upserts); a group's records are split into blocks of at most `log_block_max_bytes`. The
+    pieces are views: the encoded records are not copied again before the file write."""
     with_rows = [(t, u) for t, u, _ in groups if u.num_rows]
     if not with_rows:
-        return [None] * len(groups)
+        return [[] for _ in groups]
     rows = pa.concat_tables([u.select(with_rows[0][1].column_names) for _, u in with_rows])
     rows = with_meta_columns(rows, ctx.instant, task.partition_id, [t.file_id for t, _ in with_rows],
                              [u.num_rows for _, u in with_rows], log_records=True)
@@ -204,15 +222,16 @@ def _data_contents(ctx: WriteContext, groups: Sequence[tuple[FileGroupTarget, pa
                 out.append(buf[lo - at:hi - at])
         return out
 
-    out: list[list[memoryview | bytes] | None] = []
+    out: list[list[list[memoryview | bytes]]] = []
     row = 0
     for _, upserts, _ in groups:
         n = upserts.num_rows
-        if not n:
-            out.append(None)
-            continue
-        out.append([struct.pack(">ii", DATA_BLOCK_VERSION, n), *span(int(offsets[row]), int(offsets[row + n]))])
-        row += n
+        blocks, first = [], row
+        for cut in block_cuts(offsets[first + 1:first + n + 1] - offsets[first], ctx.log_block_max_bytes):
+            end = first + cut
+            blocks.append([struct.pack(">ii", DATA_BLOCK_VERSION, end - row), *span(int(offsets[row]), int(offsets[end]))])
+            row = end
+        out.append(blocks)
     return out
 
 
@@ -242,11 +261,13 @@ def _write_base_file(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Tab
     )
 
 
-def _blocks(ctx: WriteContext, content: list[memoryview | bytes] | None, deletes: pa.Table) -> list:
-    """The bytes to add to the log file: a data block of `content`, then a delete block, as pieces."""
+def _blocks(ctx: WriteContext, contents: list[list[memoryview | bytes]], deletes: pa.Table) -> list:
+    """The bytes to add to the log file: the data blocks of `contents`, then one delete block (as
+    `HoodieAppendHandle.appendDataAndDeleteBlocks` appends deletes after all data blocks), as pieces."""
     parts: list = []
-    if content is not None:
-        parts.extend(block_parts(BlockType.AVRO_DATA, data_block_header(ctx.instant, ctx.schema_json), content))
+    header = data_block_header(ctx.instant, ctx.schema_json)
+    for content in contents:
+        parts.extend(block_parts(BlockType.AVRO_DATA, header, content))
     if deletes.num_rows:
         keys = deletes.column(KEY).to_pylist()
         partitions = deletes.column(PARTITION).to_pylist()
@@ -256,9 +277,9 @@ def _blocks(ctx: WriteContext, content: list[memoryview | bytes] | None, deletes
 
 
 def _write_log(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Table, deletes: pa.Table,
-               content: list[memoryview | bytes] | None, task: TaskIdentity, started: float) -> WriteStat:
+               contents: list[list[memoryview | bytes]], task: TaskIdentity, started: float) -> WriteStat:
     storage = ctx.storage
-    data = _blocks(ctx, content, deletes)
+    data = _blocks(ctx, contents, deletes)
     data_bytes = data_size(data)
     base_instant = target.base_instant or ctx.instant
     appended = False

@@ -76,6 +76,7 @@ class WriteOptions:
     insert_mode: InsertMode = InsertMode.LOG
     file_group_max_bytes: int = 120 * 1024 * 1024
     log_file_max_bytes: int = 1024 * 1024 * 1024
+    log_block_max_bytes: int = 256 * 1024 * 1024
     delete_flag_column: str | None = None
     checkpoint_id: str = "default_single_writer"
     storage_options: Mapping[str, Any] = field(default_factory=dict)

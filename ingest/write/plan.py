@@ -152,6 +152,7 @@ def build_plan(txn: Transaction, options: WriteOptions) -> WritePlan:
         writer_schema=txn.writer_schema,
         insert_mode=options.insert_mode,
         log_max_bytes=options.log_file_max_bytes,
+        log_block_max_bytes=options.log_block_max_bytes,
         base_file_options=BaseFileOptions(compression=options.parquet_compression),
     )
     return WritePlan(
