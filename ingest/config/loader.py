@@ -743,6 +743,10 @@ class _Resolver:
             raise ConfigError(f"cannot read the table at {table.path} to compare settings: {detail} "
                               "(--no-table-check validates without it)", source=self.origin("table.path"),
                               key="table.path") from None
+        try:
+            write = write.for_table(existing.props)
+        except ConfigError as e:
+            raise ConfigError(_bare(e), source=properties, key=f"{HUDI}.{e.key}") from None
         conflicts = existing.conflicts_with(write.table_settings())
         if not conflicts:
             return
