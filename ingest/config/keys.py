@@ -189,9 +189,14 @@ KEYS: tuple[Key, ...] = (
     Key("hudi.hoodie.datasource.write.keygenerator.consistent.logical.timestamp.enabled", Type.BOOLEAN,
         "Render timestamp key and partition values as `yyyy-MM-dd HH:mm:ss.S` rather than epoch numbers "
         "(set it for tables keyed or partitioned by a timestamp).", default=False),
-    Key("hudi.hoodie.write.complex.keygen.encode.single.record.key.field.name", Type.BOOLEAN, "COMPLEX key "
-        "generator with one key field: keys `field:value` (true) or the bare value (false, as Hudi 0.14.1 and "
-        "0.15.0 wrote them).", default=True),
+    Key("hudi.hoodie.write.complex.keygen.new.encoding", Type.BOOLEAN, "COMPLEX key generator with one key "
+        "field: keys `field:value` (false, as Hudi 0.14.0, 0.14.2+, 0.15.1+ and 1.x write them) or the bare "
+        "value (true, as Hudi 0.14.1 and 0.15.0 wrote them). Recorded in hoodie.properties; an existing "
+        "table that records none (written by Hudi or an older ingest) must be given it.",
+        default_doc="the table's recorded value; false for a new table"),
+    Key("hudi.hoodie.write.complex.keygen.encode.single.record.key.field.name", Type.REFUSED, "The name "
+        "ingest used before; Hudi 0.14.2/0.15.1 name the setting as above, with the opposite meaning.", reason="use hoodie.write.complex.keygen.new.encoding (true for the "
+        "bare value)"),
     _timebased("timestamp.type", "TIMESTAMP key generator: how the field is read (UNIX_TIMESTAMP, DATE_STRING, "
                "MIXED, EPOCHMILLISECONDS, EPOCHMICROSECONDS, SCALAR)."),
     _timebased("timestamp.scalar.time.unit", "TIMESTAMP key generator, SCALAR type: the unit of the numbers."),
@@ -232,6 +237,10 @@ KEYS: tuple[Key, ...] = (
         choices=("SIMPLE",), reason="consistent hashing buckets are not supported"),
     Key("hudi.hoodie.logfile.max.size", Type.INTEGER, "Bytes after which a log file is closed and the next "
         "one started.", default=1024**3, minimum=1),
+    Key("hudi.hoodie.logfile.data.block.max.size", Type.INTEGER, "Bytes of records after which a log data "
+        "block is closed and the next one started in the same log file (`HoodieAppendHandle`), so a large "
+        "commit never needs one block beyond what Hudi reads.", default=256 * 1024**2, minimum=1,
+        maximum=2**31 - 1),
     Key("hudi.hoodie.parquet.compression.codec", Type.CHOICE, "Base file compression. Hudi defaults to gzip; "
         "snappy writes several times faster and every Hudi reader reads it.", default="snappy",
         choices=("snappy", "gzip", "zstd", "uncompressed")),

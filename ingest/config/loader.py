@@ -533,6 +533,7 @@ class _Resolver:
                 insert_mode=InsertMode(self.get("write.insert_mode")),
                 file_group_max_bytes=self.get("write.file_group_max_bytes"),
                 log_file_max_bytes=self.get("hudi.hoodie.logfile.max.size"),
+                log_block_max_bytes=self.get("hudi.hoodie.logfile.data.block.max.size"),
                 delete_flag_column=self.get("write.delete_flag_column") or None,
                 checkpoint_id=self.get("hudi.hoodie.datasource.write.streaming.checkpoint.identifier"),
                 storage_options=dict(table.storage_options),
@@ -763,6 +764,10 @@ class _Resolver:
             raise ConfigError(f"cannot read the table at {table.path} to compare settings: {detail} "
                               "(--no-table-check validates without it)", source=self.origin("table.path"),
                               key="table.path") from None
+        try:
+            write = write.for_table(existing.props)
+        except ConfigError as e:
+            raise ConfigError(_bare(e), source=properties, key=f"{HUDI}.{e.key}") from None
         conflicts = existing.conflicts_with(write.table_settings())
         if not conflicts:
             return

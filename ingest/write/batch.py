@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
-from ingest.errors import BadRecordError
+from ingest.errors import BadRecordError, TableNotFound
 from ingest.faults import crash_point
 from ingest.hudi import schema as avro
 from ingest.hudi.commit_metadata import WriteStat
@@ -87,11 +87,21 @@ def incoming_avro_schema(arrow_schema: pa.Schema, table_name: str) -> avro.AvroS
     return avro.without_null_fields(avro.arrow_to_avro(rec.data_schema(arrow_schema), table_name))
 
 
-def open_table(options: WriteOptions, arrow_schema: pa.Schema) -> HudiTable:
+def open_for_write(options: WriteOptions, arrow_schema: pa.Schema) -> tuple[HudiTable, WriteOptions]:
+    """The table (created if absent) and the options as its writer uses them (`WriteOptions.for_table`)."""
     schema = incoming_avro_schema(arrow_schema, options.table_name)
+    try:
+        options = options.for_table(HudiTable.open(options.table_path, options.storage_options).config.props)
+    except TableNotFound:
+        pass
     table = HudiTable.open_or_create(options.table_path, options.table_settings(), schema, options.storage_options)
+    options = options.for_table(table.config.props)
     table.config.check_compatible(options.table_path, options.identity_settings())
-    return table
+    return table, options
+
+
+def open_table(options: WriteOptions, arrow_schema: pa.Schema) -> HudiTable:
+    return open_for_write(options, arrow_schema)[0]
 
 
 def write_batch(
@@ -107,7 +117,7 @@ def write_batch(
     timings: dict[str, float] = {}
     t0 = time.monotonic()
     arrow_schema = engine.schema(data)
-    table = open_table(options, arrow_schema)
+    table, options = open_for_write(options, arrow_schema)
     ordering_field = table.config.precombine_field or options.precombine_field
     prepared = engine.prepare(data, options, ordering_field)
     timings["prepare"] = time.monotonic() - t0
