@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
+import pyarrow as pa
 import yaml
 
 from ingest.config import keys as K
@@ -44,7 +45,8 @@ from ingest.config.pipeline import (
     TableSettings,
     Trigger,
 )
-from ingest.errors import ConfigError, UnsupportedTable
+from ingest.errors import ConfigError, SchemaEvolutionError, UnsupportedTable
+from ingest.hudi.avro_names import check_names, sanitized_schema
 from ingest.hudi.bucket_index import hash_fields_from_config
 from ingest.hudi.table_config import PROPERTIES_PATH, TableConfig
 from ingest.kafka.decode import DecoderSpec, decoder_spec
@@ -529,6 +531,8 @@ class _Resolver:
                 parquet_compression="none" if codec == "uncompressed" else codec,
                 jvm_timezone=self.get("write.jvm_timezone"),
                 lock_expiry_seconds=float(self.get("write.lock_expiry_seconds")),
+                invalid_name_mask=self.get("source.invalid_char_mask") if self.get("source.sanitize_field_names")
+                else None,
             )
             write.keygen  # noqa: B018 - resolves and checks the key generator settings now
             write.table_settings()  # checks the bucket hash fields against the record key
@@ -555,7 +559,7 @@ class _Resolver:
             return SourceConfig(files=self.file_input(write))
         kafka_input = self.kafka_input()
         decoder = self.decoder(write)
-        self.check_fields(write, decoder.records_schema.names)
+        self.check_fields(write, self.written_columns(write, decoder.records_schema))
         return SourceConfig(kafka=kafka_input, decoder=decoder)
 
     def kafka_input(self) -> KafkaInput:
@@ -668,12 +672,24 @@ class _Resolver:
                 arrow = decoder_spec("json", schema=schema, schema_file=schema_file).schema
             except ConfigError as e:
                 self.lower(e, "source.schema")
-            self.check_fields(write, arrow.names)
+            self.check_fields(write, self.written_columns(write, arrow))
         elif file_format in ("json", "csv"):
             raise ConfigError(f"is required: {file_format} files need source.schema (Spark DDL) or "
                               "source.schema_file (Avro .avsc)", source=self.origin_file, key="source.schema")
         return FileInput(path=path, format=file_format, schema=arrow, options=Settings(self.get("source.files.options")),
                          max_files_per_trigger=self.get("source.files.max_files_per_trigger"))
+
+    def written_columns(self, write: WriteOptions, declared: pa.Schema) -> list[str]:
+        """The columns the table gets from the declared schema: renamed as Hudi's streamer does with
+        source.sanitize_field_names, else checked now, before Spark starts, against Avro's name rule."""
+        if write.invalid_name_mask is not None:
+            return sanitized_schema(declared, write.invalid_name_mask).names
+        try:
+            check_names(declared, where="the source schema has ")
+        except SchemaEvolutionError as e:
+            name = "source.schema" if self.get("source.schema") else "source.schema_file"
+            raise ConfigError(str(e), source=self.origin(name), key=self.written(name)) from None
+        return declared.names
 
     def check_fields(self, write: WriteOptions, columns: Sequence[str]) -> None:
         """Record key, partition, ordering and delete-flag fields must be columns of the records."""
