@@ -13,8 +13,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from enum import Enum
 
+from ingest.errors import InvalidInstant
+
 INSTANT_FORMAT = "%Y%m%d%H%M%S"
 INSTANT_LENGTH = 17
+SECONDS_INSTANT_LENGTH = 14
+DEFAULT_MILLIS = "999"  # what Hudi appends to a time without milliseconds (`DEFAULT_MILLIS_EXT`)
+QUERY_FORMATS = "yyyyMMddHHmmssSSS, yyyyMMddHHmmss, 'yyyy-MM-dd HH:mm:ss[.SSS]' or yyyy-MM-dd"
 
 
 class Action(str, Enum):
@@ -104,6 +109,39 @@ class Instant:
         except ValueError:
             return None
         return None
+
+
+def check_instant_time(text: str) -> str:
+    """`text` if it is an instant time, `yyyyMMddHHmmssSSS` or the older `yyyyMMddHHmmss`, else fail.
+
+    Hudi's `HoodieInstantTimeGenerator.parseDateFromInstantTime`: a 14-digit time is completed with
+    `DEFAULT_MILLIS_EXT` (`fixInstantTimeCompatibility`) and both must be a real date and time."""
+    if not (text.isascii() and text.isdigit() and len(text) in (SECONDS_INSTANT_LENGTH, INSTANT_LENGTH)):
+        raise InvalidInstant(f"{text!r} is not an instant time (yyyyMMddHHmmssSSS or yyyyMMddHHmmss)")
+    try:
+        datetime.strptime(text[:SECONDS_INSTANT_LENGTH], INSTANT_FORMAT)
+    except ValueError:
+        raise InvalidInstant(f"{text!r} is not an instant time: no such date and time") from None
+    return text
+
+
+def query_instant(text: str) -> str:
+    """The instant time a user's query time stands for, as Hudi's `HoodieSqlCommonUtils.formatQueryInstant`
+    reads it: `yyyy-MM-dd HH:mm:ss[.SSS]` (without milliseconds, `.999`:
+    `HoodieInstantTimeGenerator.getInstantForDateString`), `yyyyMMddHHmmss[SSS]` as given once valid,
+    and `yyyy-MM-dd` as its midnight. Anything else fails, naming the formats."""
+    text = text.strip()
+    try:
+        if len(text) in (19, 23):
+            moment = datetime.strptime(text if len(text) == 23 else f"{text}.{DEFAULT_MILLIS}", "%Y-%m-%d %H:%M:%S.%f")
+            return moment.strftime(INSTANT_FORMAT) + f"{moment.microsecond // 1000:03d}"
+        if len(text) == 10:
+            return datetime.strptime(text, "%Y-%m-%d").strftime(INSTANT_FORMAT) + "000"
+        if len(text) in (SECONDS_INSTANT_LENGTH, INSTANT_LENGTH):
+            return check_instant_time(text)
+    except (ValueError, InvalidInstant):
+        pass
+    raise InvalidInstant(f"{text!r} is not an instant time; Hudi's formats are {QUERY_FORMATS}")
 
 
 def format_instant(moment: datetime) -> str:
