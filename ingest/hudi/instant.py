@@ -19,6 +19,9 @@ INSTANT_FORMAT = "%Y%m%d%H%M%S"
 INSTANT_LENGTH = 17
 SECONDS_INSTANT_LENGTH = 14
 DEFAULT_MILLIS = "999"  # what Hudi appends to a time without milliseconds (`DEFAULT_MILLIS_EXT`)
+# `HoodieTimelineTimeZone`: the zone instant times are read in (`hoodie.table.timeline.timezone`).
+UTC, LOCAL = "UTC", "LOCAL"
+TIMELINE_ZONES = (LOCAL, UTC)
 QUERY_FORMATS = "yyyyMMddHHmmssSSS, yyyyMMddHHmmss, 'yyyy-MM-dd HH:mm:ss[.SSS]' or yyyy-MM-dd"
 
 
@@ -144,13 +147,16 @@ def query_instant(text: str) -> str:
     raise InvalidInstant(f"{text!r} is not an instant time; Hudi's formats are {QUERY_FORMATS}")
 
 
-def format_instant(moment: datetime) -> str:
-    moment = moment.astimezone(timezone.utc)
+def format_instant(moment: datetime, zone: str = UTC) -> str:
+    """`moment` as an instant time on a timeline kept in `zone`: UTC, or LOCAL, the writer's own zone
+    (`HoodieInstantTimeGenerator.formatDateWitTimeZone`)."""
+    moment = moment.astimezone(timezone.utc if zone == UTC else None)
     return moment.strftime(INSTANT_FORMAT) + f"{moment.microsecond // 1000:03d}"
 
 
 def parse_instant(ts: str) -> datetime:
-    """The UTC moment of an instant time (tables we create keep their timeline in UTC)."""
+    """An instant time's wall-clock reading, marked UTC for arithmetic: right for UTC timelines (the
+    ones we create); on a LOCAL one only differences are meaningful, as in Hudi."""
     base = datetime.strptime(ts[:14], INSTANT_FORMAT).replace(tzinfo=timezone.utc)
     millis = int(ts[14:17] or 0)
     return base + timedelta(milliseconds=millis)
@@ -162,17 +168,20 @@ def instant_after(ts: str) -> str:
 
 
 class InstantTimeGenerator:
-    """Strictly increasing instant times: never equal within a millisecond, never behind the table."""
+    """Strictly increasing instant times: never equal within a millisecond, never behind the table.
+
+    `HoodieInstantTimeGenerator.createNewInstantTime` keeps one last time per JVM; here there is one
+    per zone, so writing a LOCAL table does not push a UTC table's times ahead of the clock."""
 
     _lock = threading.Lock()
-    _last: str = "0" * INSTANT_LENGTH
+    _last: dict[str, str] = {}
 
     @classmethod
-    def new(cls, after: str | None = None) -> str:
+    def new(cls, after: str | None = None, zone: str = UTC) -> str:
         with cls._lock:
-            candidate = format_instant(datetime.now(timezone.utc))
-            floor = max(cls._last, after or "")
+            candidate = format_instant(datetime.now(timezone.utc), zone)
+            floor = max(cls._last.get(zone, ""), after or "")
             if candidate <= floor:
                 candidate = instant_after(floor)
-            cls._last = candidate
+            cls._last[zone] = candidate
             return candidate
