@@ -111,6 +111,7 @@ def test_a_declared_schema_is_checked_before_spark_starts(tmp_path):
     sanitize = {"hoodie.streamer.source.sanitize.invalid.schema.field.names": True}
     config = load_config(_config(tmp_path, schema, sanitize), check_table=False)
     assert config.write.invalid_name_mask == "__"
+    assert config.source.decoder.key_fields == ("order-id",), "the Kafka key carries the source's name"
     with pytest.raises(ConfigError, match="'order__id' is not in the source schema"):  # now order_x_id
         load_config(_config(tmp_path, schema, {"hoodie.streamer.source.sanitize.invalid.schema.field.names": True,
                                                "hoodie.streamer.source.sanitize.invalid.char.mask": "_x_"}),

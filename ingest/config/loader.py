@@ -642,9 +642,12 @@ class _Resolver:
         try:
             key_fields = self.get("source.key_fields")
             if key_fields is None:
-                declared = decoder_spec(spec_format, **common).schema.names
+                declared = decoder_spec(spec_format, **common).schema
+                # The record key names the table's columns; the Kafka key, the declared ones they come from.
+                source_name = dict(zip(self.written_columns(write, declared), declared.names, strict=True))
                 record_fields = write.keygen.record_key_fields
-                key_fields = record_fields if all(f in declared for f in record_fields) else ()
+                key_fields = tuple(source_name[f] for f in record_fields) \
+                    if all(f in source_name for f in record_fields) else ()
                 self.settings["source.key_fields"] = key_fields
             key_format = self.get("source.key_format") or ("json" if len(key_fields) > 1 else "string")
             self.settings["source.key_format"] = key_format
