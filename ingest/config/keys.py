@@ -431,6 +431,14 @@ KEYS: tuple[Key, ...] = (
     Key("source.key_format", Type.CHOICE, "How the Kafka key is read: the text of the single key field, or a "
         "JSON object of the key fields.", choices=("string", "json"),
         default_doc="string for one key field, json for several"),
+    Key("source.sanitize_field_names", Type.BOOLEAN, "Rename columns and nested fields whose names Avro refuses "
+        "(`order-id`, `1x`) as HoodieStreamer does: each bad character becomes `invalid_char_mask`. Off: such "
+        "names fail the job before it starts (Hudi's Java readers could not parse the table's schema).",
+        default=False, aliases=_streamer("source.sanitize.invalid.schema.field.names")),
+    Key("source.invalid_char_mask", Type.STRING, "What replaces each character Avro refuses in a name, with "
+        "`sanitize_field_names`.", default="__", pattern=r"[A-Za-z0-9_]+",
+        reason="letters, digits and _ (the mask becomes part of Avro names)",
+        aliases=_streamer("source.sanitize.invalid.char.mask")),
     # -- write ------------------------------------------------------------------------------------
     Key("write.insert_mode", Type.CHOICE, "New records go to log files (`log`: cheap, compaction makes base "
         "files later) or straight to base files (`base`: readers that skip logs see them).", default="log",

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
+import pyarrow as pa
 import yaml
 
 from ingest.catalog.settings import TOOLS, SyncSettings, tool_classes
@@ -47,7 +48,8 @@ from ingest.config.pipeline import (
     TableSettings,
     Trigger,
 )
-from ingest.errors import ConfigError, UnsupportedTable
+from ingest.errors import ConfigError, SchemaEvolutionError, UnsupportedTable
+from ingest.hudi.avro_names import check_names, sanitized_schema
 from ingest.hudi.bucket_index import hash_fields_from_config
 from ingest.hudi.table_config import PROPERTIES_PATH, TableConfig
 from ingest.kafka.decode import DecoderSpec, decoder_spec
@@ -540,6 +542,8 @@ class _Resolver:
                 parquet_compression="none" if codec == "uncompressed" else codec,
                 jvm_timezone=self.get("write.jvm_timezone"),
                 lock_expiry_seconds=float(self.get("write.lock_expiry_seconds")),
+                invalid_name_mask=self.get("source.invalid_char_mask") if self.get("source.sanitize_field_names")
+                else None,
             )
             write.keygen  # noqa: B018 - resolves and checks the key generator settings now
             write.table_settings()  # checks the bucket hash fields against the record key
@@ -566,7 +570,7 @@ class _Resolver:
             return SourceConfig(files=self.file_input(write))
         kafka_input = self.kafka_input()
         decoder = self.decoder(write)
-        self.check_fields(write, decoder.records_schema.names)
+        self.check_fields(write, self.written_columns(write, decoder.records_schema))
         return SourceConfig(kafka=kafka_input, decoder=decoder)
 
     def kafka_input(self) -> KafkaInput:
@@ -649,9 +653,12 @@ class _Resolver:
         try:
             key_fields = self.get("source.key_fields")
             if key_fields is None:
-                declared = decoder_spec(spec_format, **common).schema.names
+                declared = decoder_spec(spec_format, **common).schema
+                # The record key names the table's columns; the Kafka key, the declared ones they come from.
+                source_name = dict(zip(self.written_columns(write, declared), declared.names, strict=True))
                 record_fields = write.keygen.record_key_fields
-                key_fields = record_fields if all(f in declared for f in record_fields) else ()
+                key_fields = tuple(source_name[f] for f in record_fields) \
+                    if all(f in source_name for f in record_fields) else ()
                 self.settings["source.key_fields"] = key_fields
             key_format = self.get("source.key_format") or ("json" if len(key_fields) > 1 else "string")
             self.settings["source.key_format"] = key_format
@@ -679,12 +686,24 @@ class _Resolver:
                 arrow = decoder_spec("json", schema=schema, schema_file=schema_file).schema
             except ConfigError as e:
                 self.lower(e, "source.schema")
-            self.check_fields(write, arrow.names)
+            self.check_fields(write, self.written_columns(write, arrow))
         elif file_format in ("json", "csv"):
             raise ConfigError(f"is required: {file_format} files need source.schema (Spark DDL) or "
                               "source.schema_file (Avro .avsc)", source=self.origin_file, key="source.schema")
         return FileInput(path=path, format=file_format, schema=arrow, options=Settings(self.get("source.files.options")),
                          max_files_per_trigger=self.get("source.files.max_files_per_trigger"))
+
+    def written_columns(self, write: WriteOptions, declared: pa.Schema) -> list[str]:
+        """The columns the table gets from the declared schema: renamed as Hudi's streamer does with
+        source.sanitize_field_names, else checked now, before Spark starts, against Avro's name rule."""
+        if write.invalid_name_mask is not None:
+            return sanitized_schema(declared, write.invalid_name_mask).names
+        try:
+            check_names(declared, where="the source schema has ")
+        except SchemaEvolutionError as e:
+            name = "source.schema" if self.get("source.schema") else "source.schema_file"
+            raise ConfigError(str(e), source=self.origin(name), key=self.written(name)) from None
+        return declared.names
 
     def check_fields(self, write: WriteOptions, columns: Sequence[str]) -> None:
         """Record key, partition, ordering and delete-flag fields must be columns of the records."""

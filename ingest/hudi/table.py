@@ -97,7 +97,7 @@ class HudiTable:
         return TimelineLayout.of(self.config)
 
     def timeline(self) -> Timeline:
-        return Timeline.load(self.storage, self.layout)
+        return Timeline.load(self.storage, self.layout, self.config.timeline_zone)
 
     def view(self, timeline: Timeline | None = None) -> FileSystemView:
         timeline = timeline or self.timeline()

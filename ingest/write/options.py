@@ -83,6 +83,8 @@ class WriteOptions:
     parquet_compression: str = "snappy"
     jvm_timezone: str = "UTC"
     lock_expiry_seconds: float = 60.0
+    # Column names Avro refuses are renamed with this mask (HoodieStreamer's sanitizing); None refuses them.
+    invalid_name_mask: str | None = None
 
     @cached_property
     def keygen(self) -> KeyGeneratorSpec:
