@@ -98,13 +98,13 @@ def _batches(items: Sequence, size: int) -> Iterable[Sequence]:
         yield items[i:i + size]
 
 
-def completion_time(table: HudiTable, instant: Instant) -> str:
+def completion_time(table: HudiTable, timeline: Timeline, instant: Instant) -> str:
     """The instant's completion time: recorded at layout 2, else the file's modification time, as the
     0.x timeline reads it (`HoodieInstant(FileStatus)`)."""
     if instant.completion_time:
         return instant.completion_time
     modified = table.storage.modified(instant_path(instant))
-    return format_instant(datetime.fromtimestamp(modified, timezone.utc))
+    return format_instant(datetime.fromtimestamp(modified, timezone.utc), timeline.zone)
 
 
 def written_partitions_since(table: HudiTable, timeline: Timeline, since: str) -> set[str]:
@@ -157,7 +157,7 @@ def sync_table(table: HudiTable, settings: SyncSettings, client: CatalogClient) 
             raise RuntimeError(f"database {settings.database} does not exist and "
                                "hoodie.datasource.hive_sync.auto_create_database is false")
         client.create_database(settings.database)
-    stamp = {LAST_COMMIT_TIME_SYNC: last.timestamp, LAST_COMMIT_COMPLETION_TIME_SYNC: completion_time(table, last)}
+    stamp = {LAST_COMMIT_TIME_SYNC: last.timestamp, LAST_COMMIT_COMPLETION_TIME_SYNC: completion_time(table, timeline, last)}
     for definition in definitions:
         result.tables.append(definition.name)
         existing = client.get_table(settings.database, definition.name)
