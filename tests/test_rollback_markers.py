@@ -113,14 +113,32 @@ WRITER = textwrap.dedent("""
 """)
 
 
-def run_writer(path: Path, n: int, crash_at: str | None = None) -> int:
+def run_script(script: str, *args: str, crash_at: str | None = None) -> int:
+    """Run `script` in a fresh process, killed at the fault point `crash_at`; its exit code."""
     env = {k: v for k, v in os.environ.items() if k != "INGEST_CRASH_AT"}
     if crash_at:
         env["INGEST_CRASH_AT"] = crash_at
-    done = subprocess.run([sys.executable, "-c", WRITER, str(path), str(n)], env=env, capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", script, *args], env=env, capture_output=True, text=True,
+                          timeout=300)
     assert done.returncode in (0, CRASH_EXIT_CODE), done.stderr[-3000:]
     return done.returncode
+
+
+def run_writer(path: Path, n: int, crash_at: str | None = None) -> int:
+    return run_script(WRITER, str(path), str(n), crash_at=crash_at)
+
+
+COMPACTOR = textwrap.dedent("""
+    import sys
+    from ingest.hudi import compaction
+    from ingest.hudi.table import HudiTable
+
+    compaction.execute(HudiTable.open(sys.argv[1]), sys.argv[2])
+""")
+
+
+def run_compaction(path: Path, instant: str, crash_at: str | None = None) -> int:
+    return run_script(COMPACTOR, str(path), instant, crash_at=crash_at)
 
 
 @pytest.mark.slow
@@ -155,6 +173,13 @@ def test_markers_after_every_crash_name_only_hudi_data_files(tmp_path):
     assert segments and not [s for s in segments if s.split(".")[0] in rolled_back]
     rows = {(r["id"], r["ts"], r["v"]) for r in read_snapshot(table).to_pylist()}
     assert rows == {(f"k{i}", 9, f"k{i}-9") for i in range(6)}
+
+    # The table services' fault point that leaves markers: a compaction killed midway.
+    instant = compaction.schedule(table, CompactionSettings(), force=True)
+    assert run_compaction(path, instant, "mid_compaction") == CRASH_EXIT_CODE
+    assert list(markers.list_markers(storage, instant)) and hudi_marker_violations(path) == []
+    assert run_compaction(path, instant) == 0
+    assert HudiTable.open(str(path)).timeline().get(instant).state is State.COMPLETED
 
 
 def test_segments_of_an_instant_hudi_rolled_back_are_deleted_by_the_next_writer(tmp_path):
