@@ -6,8 +6,11 @@ base file is deleted; a log file that opened its file slice (base instant = the 
 deleted; a log file appended to an older slice gets a rollback COMMAND block, planned as
 `{log file name: its size}`. With no markers at all, by listing (`ListingBasedRollbackStrategy`): every
 base file of the failed instant and every log file of a slice it opened is deleted, and each file
-group its commit metadata says it updated gets a command block. A requested-only instant wrote
-nothing and has an empty plan.
+group its commit metadata says it updated gets a command block. (Hudi lists only with
+`hoodie.rollback.using.markers=false`, `BaseRollbackPlanActionExecutor.getRollbackStrategy`; with
+markers on and none found its plan is empty and the failed blocks would count as committed once
+archival passes them, so listing is the safe choice here.) A requested-only instant wrote nothing and
+has an empty plan.
 
 Execution (`BaseRollbackHelper.maybeDeleteAndCollectStats`): the command block goes to the latest log
 file of the file slice, appended where the storage can append, else in the next log version named
