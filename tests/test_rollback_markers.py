@@ -299,10 +299,11 @@ def test_rollback_of_a_hudi_write_reads_both_marker_kinds(hudi_table_copy, marke
 
 
 def test_rollback_of_a_hudi_write_without_markers_lists_files(hudi_table_copy):
-    """`ListingBasedRollbackStrategy.getRollbackRequests`, DELTA_COMMIT case: every base file of the
-    failed instant is deleted (`getSerializablePathFilter`), and each updated file group of its
-    (inflight) commit metadata whose slice began before it gets a rollback block
-    (`getRollbackRequestToAppend`: `{constructAbsolutePath(basePath, stat.path): totalWriteBytes or 1}`)."""
+    """`ListingBasedRollbackStrategy.getRollbackRequests` (what Hudi runs with
+    `hoodie.rollback.using.markers=false`), DELTA_COMMIT case: every base file of the failed instant
+    is deleted (`getSerializablePathFilter`), and each updated file group of its (inflight) commit
+    metadata whose slice began before it gets a rollback block (`getRollbackRequestToAppend`:
+    `{constructAbsolutePath(basePath, stat.path): totalWriteBytes or 1}`)."""
     root = hudi_table_copy(FIXTURE)
     before = rows_of(root)
     left = failed_hudi_write(root, marker_kind=None)
