@@ -84,11 +84,12 @@ def roll_back(storage: Storage, timeline: Timeline, failed_ts: str) -> Instant:
 
 
 def resume_rollback(storage: Storage, timeline: Timeline, pending: Instant) -> Instant:
+    """Finish an interrupted rollback, its target's key-index segments first."""
     ks.discard_instant(storage, rollback.target_of(storage, pending).timestamp)
     return rollback.resume(storage, timeline, pending)
 
 
-_SWEPT: set[str] = set()
+_SWEPT: set[str] = set()  # tables whose orphan segments this process already deleted (one walk each)
 
 
 def recover(table: HudiTable, timeline: Timeline) -> tuple[Timeline, tuple[str, ...]]:
