@@ -7,6 +7,8 @@
 * `mid_commit`: the commit file's bytes are written aside but not yet published.
 * `after_commit`: the commit is complete; the stream has not recorded the batch as done.
 * `mid_rollback`: a rollback has deleted some files but is not complete.
+* `before_rollback_complete`: a rollback has removed the failed instant from the timeline; its own
+  completed instant is not written yet.
 * `mid_compaction`, `mid_clean`, `mid_archive`: a table service did part of its work.
 """
 

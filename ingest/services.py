@@ -30,11 +30,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ingest.errors import ConcurrentWriterError, IngestError, TimelineError
-from ingest.hudi import archiver, avro_models, cleaner, compaction, rollback
+from ingest.hudi import archiver, avro_models, cleaner, compaction
 from ingest.hudi.instant import Action, Instant, State, check_instant_time
 from ingest.hudi.service_settings import ServiceSettings
 from ingest.hudi.table import HudiTable
 from ingest.hudi.timeline import read_instant
+from ingest.write import commit
 from ingest.write.lock import WriterLock
 
 log = logging.getLogger(__name__)
@@ -206,7 +207,7 @@ def rollback_instant(target: Target, instant_time: str, *, lease_expiry_seconds:
                 "writes are rolled back."
             )
         if instant.action is Action.ROLLBACK:
-            return rollback.resume(table.storage, timeline, instant)
+            return commit.resume_rollback(table.storage, timeline, instant)
         if instant.action is Action.COMPACTION:
             raise IngestError(
                 f"{table.base_url}: compaction {instant_time} is pending; writers already route new data "
@@ -217,7 +218,7 @@ def rollback_instant(target: Target, instant_time: str, *, lease_expiry_seconds:
             raise IngestError(f"{table.base_url}: clean {instant_time} is pending; finish it with `ingest clean`")
         if instant.action not in (Action.DELTA_COMMIT, Action.COMMIT):
             raise IngestError(f"{table.base_url}: a pending {kind} is not rolled back by ingest")
-        return rollback.rollback(table.storage, timeline, instant_time)
+        return commit.roll_back(table.storage, timeline, instant_time)
 
 
 # -- pending services (for `ingest inspect table`) -------------------------------------------------------

@@ -75,3 +75,75 @@ def hudi_schema(name: str) -> dict | None:
     if name not in named:
         raise AssertionError(f"{folder} defines no record {name} (has {sorted(named)})")
     return _inline(named[name], named, set())
+
+
+# Hudi 0.14/0.15's rollback schemas as text (`hudi-common/src/main/avro/HoodieRollbackMetadata.avsc`,
+# `HoodieRollbackPlan.avsc`, with `HoodieInstantInfo.avsc` inlined). 0.14 renamed the partition
+# metadata's `writtenLogFiles` to `logFilesFromFailedCommit`: 0.15's `BaseRollbackHelper` fills it
+# (`withLogFilesFromFailedCommit`) and `HoodieTableMetadataUtil` reads it without a null check
+# (`pm.getLogFilesFromFailedCommit().forEach`).
+_INSTANT_INFO = """{"namespace": "org.apache.hudi.avro.model", "type": "record", "name": "HoodieInstantInfo",
+  "fields": [{"name": "commitTime", "type": "string"}, {"name": "action", "type": "string"}]}"""
+
+ROLLBACK_METADATA_0_15 = """{"namespace": "org.apache.hudi.avro.model",
+ "type": "record",
+ "name": "HoodieRollbackMetadata",
+ "fields": [
+     {"name": "startRollbackTime", "type": "string"},
+     {"name": "timeTakenInMillis", "type": "long"},
+     {"name": "totalFilesDeleted", "type": "int"},
+     {"name": "commitsRollback", "type": {"type": "array", "items": "string"}},
+     {"name": "partitionMetadata", "type": {
+     "type" : "map", "values" : {
+        "type": "record",
+        "name": "HoodieRollbackPartitionMetadata",
+        "fields": [
+            {"name": "partitionPath", "type": "string"},
+            {"name": "successDeleteFiles", "type": {"type": "array", "items": "string"}},
+            {"name": "failedDeleteFiles", "type": {"type": "array", "items": "string"}},
+            {"name": "rollbackLogFiles", "type": ["null", {
+                "type": "map",
+                "doc": "Files to which append blocks were written to capture rollback commit",
+                "values": {"type": "long", "doc": "Size of this file in bytes"}
+            }], "default":null },
+            {"name": "logFilesFromFailedCommit", "type": ["null", {
+                "type": "map",
+                "doc": "Log files written that were expected to be rolledback",
+                "values": {"type": "long", "doc": "Size of this file in bytes"}
+            }], "default":null }
+        ]
+     }}},
+     {"name":"version", "type":["int", "null"], "default": 1},
+     /* overlaps with 'commitsRollback' field. Adding this to track action type for all the instants being rolled back. */
+     {"name": "instantsRollback", "default": [],
+       "type": {"type": "array", "default": [], "items": "HoodieInstantInfo"}}
+ ]
+}"""
+
+ROLLBACK_PLAN_0_15 = """{"namespace": "org.apache.hudi.avro.model", "type": "record", "name": "HoodieRollbackPlan",
+  "fields": [
+    {"name": "instantToRollback", "doc": "Hoodie instant that needs to be rolled back",
+     "type": ["null", "HoodieInstantInfo"], "default": null},
+    {"name": "RollbackRequests", "type": ["null", {"type": "array", "items": {
+        "type": "record", "name": "HoodieRollbackRequest",
+        "fields": [
+          {"name": "partitionPath", "type": "string"},
+          {"name": "fileId", "type": ["null", "string"], "default": null},
+          {"name": "latestBaseInstant", "type": ["null", "string"], "default": null},
+          {"name": "filesToBeDeleted", "default": [], "type": {"type": "array", "default": [], "items": "string"}},
+          {"name": "logBlocksToBeDeleted", "type": ["null", {"type": "map",
+            "doc": "Log blocks that need to be deleted as part of the rollback",
+            "values": {"type": "long", "doc": "Size of this file/block in bytes"}}], "default": null}
+        ]}}], "default": null},
+    {"name": "version", "type": ["int", "null"], "default": 1}
+  ]
+}"""
+
+
+def parse_hudi_text(text: str) -> Any:
+    """An .avsc text parsed as Avro Java parses it (comments skipped, `HoodieInstantInfo` known)."""
+    import fastavro
+
+    named: dict[str, Any] = {}
+    fastavro.parse_schema(json.loads(_INSTANT_INFO), named_schemas=named)
+    return fastavro.parse_schema(json.loads(_COMMENT.sub("", text)), named_schemas=named)

@@ -82,7 +82,9 @@ ROLLBACK_METADATA: dict[str, Any] = {
                         {"name": "successDeleteFiles", "type": {"type": "array", "items": "string"}},
                         {"name": "failedDeleteFiles", "type": {"type": "array", "items": "string"}},
                         {"name": "rollbackLogFiles", "type": ["null", {"type": "map", "values": "long"}], "default": None},
-                        {"name": "writtenLogFiles", "type": ["null", {"type": "map", "values": "long"}], "default": None},
+                        # Hudi 0.14+ (HoodieRollbackPartitionMetadata); earlier releases named it writtenLogFiles.
+                        {"name": "logFilesFromFailedCommit", "type": ["null", {"type": "map", "values": "long"}],
+                         "default": None},
                     ],
                 },
             },

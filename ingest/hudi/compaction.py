@@ -21,7 +21,8 @@ the compaction was requested would still append to them. So scheduling happens o
 pending, under the writer's lease (the caller passes its fence), as Hudi schedules under its lock.
 Executing a planned compaction needs no lease: writers already route around it. One executor runs a
 compaction at a time (`ExecutionHeartbeat`). A compaction left inflight by a crash is executed again
-from its plan after the files of the failed attempt (named by its markers) are removed; the data
+from its plan after the files of the failed attempt (named by its markers, or listed when a Hudi
+executor left none) are removed; the data
 writer never rolls it back. (Hudi rolls the inflight compaction back to requested, recording a
 rollback instant, before executing it again; the files that remain are the same.)
 """
@@ -44,13 +45,13 @@ import pyarrow.compute as pc
 
 from ingest.errors import ConcurrentWriterError, TimelineError, UnsupportedTable
 from ingest.faults import crash_point
-from ingest.hudi import avro_models, markers
+from ingest.hudi import avro_models, markers, rollback
 from ingest.hudi import schema as avro
 from ingest.hudi.base_file import BaseFileOptions, encode_base_file, read_base_file
 from ingest.hudi.commit_metadata import NULL_COMMIT, CommitMetadata, RuntimeStats, WriteStat
 from ingest.hudi.data_block import avro_record_count
 from ingest.hudi.file_names import BaseFileName, LogFileName, make_write_token
-from ingest.hudi.file_system_view import BaseFile, FileSlice, LogFile
+from ingest.hudi.file_system_view import BaseFile, FileSlice, LogFile, list_partitions
 from ingest.hudi.instant import Action, Instant, State, parse_instant
 from ingest.hudi.log_block import BlockType
 from ingest.hudi.log_reader import decode_block, iter_log_blocks
@@ -481,11 +482,14 @@ def run_locally(job: CompactionJob, operations: Sequence[CompactionOperation]) -
 
 
 def _undo_attempt(storage: Storage, instant: str) -> list[str]:
-    """Remove what an interrupted attempt wrote (every file its markers name)."""
-    removed = []
-    for marker in markers.list_markers(storage, instant):
-        if storage.delete(marker.data_file_path):
-            removed.append(marker.data_file_path)
+    """Remove what an interrupted attempt wrote: every file its markers name (DIRECT or, from a Hudi
+    executor, timeline-server-based), or with no markers every base file of the instant, as
+    `ListingBasedRollbackStrategy` rolls back a compaction outside a restore."""
+    found = [m.data_file_path for m in markers.list_markers(storage, instant)]
+    if not found:
+        found = [p for part in list_partitions(storage) for p in rollback.files_of_instant(
+            storage, part, instant, base_only=True)]
+    removed = [path for path in found if storage.delete(path)]
     markers.delete_all(storage, instant)
     return removed
 

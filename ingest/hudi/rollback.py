@@ -1,37 +1,60 @@
-"""Rolling back an instant that never completed, as Hudi's marker-based rollback does.
+"""Rolling back an instant that never completed, as Hudi 0.14/0.15 does (`BaseRollbackActionExecutor`).
 
-The failed instant's markers list every file it may have touched. A file it created is deleted; a
-log file it appended to (one that also holds earlier, committed blocks) gets a rollback COMMAND
-block so every reader drops the failed instant's blocks there. Plan and result are recorded as
-`<r>.rollback.requested` (`HoodieRollbackPlan`) and `<r>.rollback` (`HoodieRollbackMetadata`); only then
-are the failed instant's own timeline files removed. A crash anywhere leaves either the failed
-instant (rolled back again next time) or a pending rollback (re-executed from its plan); both steps
-are idempotent.
+Plan (`BaseRollbackPlanActionExecutor.requestRollback`, `<r>.rollback.requested` = `HoodieRollbackPlan`):
+from the failed instant's markers, DIRECT or timeline-server-based (`MarkerBasedRollbackStrategy`): a
+base file is deleted; a log file that opened its file slice (base instant = the failed instant) is
+deleted; a log file appended to an older slice gets a rollback COMMAND block, planned as
+`{log file name: its size}`. With no markers at all, by listing (`ListingBasedRollbackStrategy`): every
+base file of the failed instant and every log file of a slice it opened is deleted, and each file
+group its commit metadata says it updated gets a command block. (Hudi lists only with
+`hoodie.rollback.using.markers=false`, `BaseRollbackPlanActionExecutor.getRollbackStrategy`; with
+markers on and none found its plan is empty and the failed blocks would count as committed once
+archival passes them, so listing is the safe choice here.) A requested-only instant wrote nothing and
+has an empty plan.
+
+Execution (`BaseRollbackHelper.maybeDeleteAndCollectStats`): the command block goes to the latest log
+file of the file slice, appended where the storage can append, else in the next log version named
+with the writer's roll-over token `1-0-1` (`HoodieLogFormat.UNKNOWN_WRITE_TOKEN`; the helper sets no
+token of its own). Then, in `finishRollback`'s order: the failed instant's timeline files are removed,
+the completed `<r>.rollback` (`HoodieRollbackMetadata`) is written, and the markers are deleted. A
+crash anywhere leaves either the failed instant (rolled back again) or a pending rollback (finished
+from its plan; a command block already appended is not appended twice).
 """
 
 from __future__ import annotations
 
+import logging
 import posixpath
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ingest.faults import crash_point
 from ingest.hudi import avro_models, markers
-from ingest.hudi.file_names import LogFileName
+from ingest.hudi.commit_metadata import NULL_COMMIT, CommitMetadata
+from ingest.hudi.file_names import BaseFileName, LogFileName
+from ingest.hudi.file_system_view import FileSlice, FileSystemView, list_partitions
 from ingest.hudi.instant import Action, Instant, State
 from ingest.hudi.log_reader import iter_log_blocks
 from ingest.hudi.log_writer import append_log_blocks, create_log_file, rollback_block
 from ingest.hudi.timeline import Timeline, instant_path, read_instant, remove_pending
 from ingest.storage import Storage
 
+log = logging.getLogger(__name__)
+
+ROLLOVER_WRITE_TOKEN = "1-0-1"  # HoodieLogFormat.UNKNOWN_WRITE_TOKEN
+
 
 @dataclass(frozen=True)
 class RollbackRequest:
+    """`HoodieRollbackRequest`: files to delete (relative paths here, full paths in the plan), or log
+    blocks to neutralise (keyed as Hudi keys them: a log file name, or a full path when listing)."""
+
     partition_path: str
     file_id: str
     latest_base_instant: str
     files_to_delete: tuple[str, ...] = ()
-    log_blocks_to_delete: tuple[tuple[str, int], ...] = ()  # (log file path, size before)
+    log_blocks_to_delete: tuple[tuple[str, int], ...] = ()
 
     def to_avro(self, storage: Storage) -> dict:
         return {
@@ -39,82 +62,184 @@ class RollbackRequest:
             "fileId": self.file_id,
             "latestBaseInstant": self.latest_base_instant,
             "filesToBeDeleted": [storage.url(p) for p in self.files_to_delete],
-            "logBlocksToBeDeleted": {storage.url(p): size for p, size in self.log_blocks_to_delete} or None,
+            "logBlocksToBeDeleted": dict(self.log_blocks_to_delete),
         }
 
     @classmethod
     def from_avro(cls, storage: Storage, d: dict) -> RollbackRequest:
-        def rel(url: str) -> str:
-            prefix = storage.base_url.rstrip("/") + "/"
-            return url[len(prefix):] if url.startswith(prefix) else url
-
+        prefix = storage.base_url.rstrip("/") + "/"
         return cls(
             partition_path=d["partitionPath"],
             file_id=d.get("fileId") or "",
             latest_base_instant=d.get("latestBaseInstant") or "",
-            files_to_delete=tuple(rel(u) for u in d.get("filesToBeDeleted") or []),
-            log_blocks_to_delete=tuple((rel(u), int(s)) for u, s in (d.get("logBlocksToBeDeleted") or {}).items()),
+            files_to_delete=tuple(u[len(prefix):] if u.startswith(prefix) else u
+                                  for u in d.get("filesToBeDeleted") or []),
+            log_blocks_to_delete=tuple((k, int(v)) for k, v in (d.get("logBlocksToBeDeleted") or {}).items()),
         )
 
 
-def _written_only_by(storage: Storage, path: str, instant: str) -> bool:
-    """True when every readable block of the log file belongs to `instant` (the file is its own)."""
-    for block in iter_log_blocks(storage, path):
-        if not block.is_corrupt and block.instant_time != instant:
-            return False
-    return True
+def _delete_request(partition: str, path: str, file_id: str = "", base_instant: str = "") -> RollbackRequest:
+    return RollbackRequest(partition, file_id, base_instant, (path,))
 
 
-def plan_rollback(storage: Storage, failed: Instant) -> list[RollbackRequest]:
-    requests = []
-    for marker in markers.list_markers(storage, failed.timestamp):
-        path = marker.data_file_path
-        if not storage.exists(path):
-            continue
-        log = LogFileName.parse(marker.file_name)
-        if marker.io_type is markers.IOType.APPEND and log is not None:
-            if _written_only_by(storage, path, failed.timestamp):
-                requests.append(RollbackRequest(marker.partition_path, log.file_id, log.base_instant, (path,)))
-            else:
-                requests.append(RollbackRequest(
-                    marker.partition_path, log.file_id, log.base_instant,
-                    log_blocks_to_delete=((path, storage.size(path)),),
-                ))
+# -- planning -------------------------------------------------------------------------------------
+
+
+def _from_marker(storage: Storage, failed: str, marker: markers.Marker) -> RollbackRequest | None:
+    """`MarkerBasedRollbackStrategy.getRollbackRequests` for one marker."""
+    path = marker.data_file_path
+    if not markers.names_data_file(marker.partition_path, marker.file_name):
+        # Left by ingest before its own files stopped getting markers; never a Hudi data file.
+        log.warning("ignoring marker of %s in the rollback of %s: not a base or log file", path, failed)
+        return None
+    if marker.io_type is not markers.IOType.APPEND:
+        base = BaseFileName.parse(marker.file_name)
+        if base is None:
+            raise ValueError(f"{marker.io_type.value} marker of {path}: only base files are created or merged")
+        return _delete_request(marker.partition_path, path, base.file_id, base.instant)
+    name = LogFileName.parse(marker.file_name)
+    if name is None:
+        raise ValueError(f"APPEND marker of {path}: not a log file")
+    if not storage.exists(path):
+        return RollbackRequest(marker.partition_path, name.file_id, name.base_instant)
+    if name.base_instant == failed:  # the log file opened its file group's slice
+        return _delete_request(marker.partition_path, path)
+    return RollbackRequest(marker.partition_path, name.file_id, name.base_instant,
+                           log_blocks_to_delete=((marker.file_name, storage.size(path)),))
+
+
+def _merge_by_file_group(requests: Iterable[RollbackRequest]) -> list[RollbackRequest]:
+    """One command block per file slice however many log files of it were appended to
+    (`BaseRollbackHelper.groupSerializableRollbackRequestsBasedOnFileGroup`)."""
+    out: list[RollbackRequest] = []
+    appends: dict[tuple[str, str, str], dict[str, int]] = {}
+    for req in requests:
+        if req.files_to_delete or not req.log_blocks_to_delete:
+            out.append(req)
         else:
-            # Base files, and key-index segments the writer records with CREATE markers.
-            requests.append(RollbackRequest(marker.partition_path, "", "", (path,)))
+            appends.setdefault((req.partition_path, req.file_id, req.latest_base_instant), {}).update(
+                req.log_blocks_to_delete)
+    for (partition, file_id, base), blocks in appends.items():
+        out.append(RollbackRequest(partition, file_id, base, (), tuple(sorted(blocks.items()))))
+    return out
+
+
+def _slice_as_of(view: FileSystemView, partition: str, file_id: str, instant: str) -> FileSlice | None:
+    """The newest slice of a file group opened at or before `instant`, pending compactions included
+    (`getLatestFileSlicesBeforeOrOn(partition, instant, true)`)."""
+    for group in view.file_groups(partition):
+        if group.file_id == file_id:
+            older = [s for s in group.slices if s.base_instant <= instant]
+            return older[-1] if older else None
+    return None
+
+
+def files_of_instant(storage: Storage, partition: str, instant: str, base_only: bool = False) -> list[str]:
+    """Base files written by `instant`, and log files of slices it opened, in one partition
+    (`ListingBasedRollbackStrategy` path filter)."""
+    out = []
+    for entry in storage.list(partition):
+        if entry.is_dir:
+            continue
+        base = BaseFileName.parse(entry.name)
+        if base is not None and base.instant == instant:
+            out.append(entry.path)
+            continue
+        name = None if base_only else LogFileName.parse(entry.name)
+        if name is not None and name.base_instant == instant:
+            out.append(entry.path)
+    return out
+
+
+def _by_listing(storage: Storage, timeline: Timeline, failed: Instant) -> list[RollbackRequest]:
+    """`ListingBasedRollbackStrategy.getRollbackRequests` for a deltacommit or a compaction."""
+    partitions = list_partitions(storage)
+    base_only = failed.action is Action.COMPACTION
+    requests = [_delete_request(p, path) for p in partitions for path in files_of_instant(
+        storage, p, failed.timestamp, base_only)]
+    if failed.action is not Action.DELTA_COMMIT:
+        return requests
+    metadata = CommitMetadata.from_bytes(read_instant(storage, failed))
+    view = FileSystemView.load(storage, timeline, list(metadata.partition_to_write_stats))
+    for partition, stats in metadata.partition_to_write_stats.items():
+        for stat in stats:
+            if not stat.file_id or stat.prev_commit in (None, NULL_COMMIT):
+                continue  # inserts into new file groups: their files were deleted above
+            slice_ = _slice_as_of(view, partition, stat.file_id, failed.timestamp)
+            if slice_ is None or slice_.base_instant >= failed.timestamp:
+                continue
+            # An inflight's workload profile has no path: `constructAbsolutePath(basePath, null)` is the
+            # table root. The block goes to the slice's latest log file either way.
+            key = storage.url(stat.path or "")
+            size = stat.total_write_bytes if stat.total_write_bytes > 0 else 1
+            requests.append(RollbackRequest(partition, stat.file_id, slice_.base_instant, (), ((key, size),)))
     return requests
+
+
+def plan_rollback(storage: Storage, timeline: Timeline, failed: Instant) -> list[RollbackRequest]:
+    if failed.state is State.REQUESTED:
+        return []  # nothing was written before the instant went inflight
+    found = markers.list_markers(storage, failed.timestamp)
+    if not found:
+        return _merge_by_file_group(_by_listing(storage, timeline, failed))
+    requests = (_from_marker(storage, failed.timestamp, m) for m in found)
+    return _merge_by_file_group(r for r in requests if r is not None)
+
+
+# -- execution ------------------------------------------------------------------------------------
+
+
+def _latest_log(storage: Storage, partition: str, file_id: str, base_instant: str) -> LogFileName | None:
+    names = [LogFileName.parse(e.name) for e in storage.list(partition) if not e.is_dir]
+    mine = [n for n in names if n is not None and n.file_id == file_id and n.base_instant == base_instant
+            and n.extension == "log" and not n.cdc]
+    return max(mine) if mine else None
+
+
+def _ends_with_rollback_of(storage: Storage, path: str, target: str) -> bool:
+    last = None
+    for block in iter_log_blocks(storage, path):
+        last = block
+    return last is not None and last.target_instant_time == target
+
+
+def _append_command_block(storage: Storage, req: RollbackRequest, rollback_ts: str, target: str) -> tuple[str, int]:
+    """The rollback block, in the latest log file of the slice or the next version; (file, its size)."""
+    def join(name: LogFileName) -> str:
+        return posixpath.join(req.partition_path, name.name) if req.partition_path else name.name
+
+    latest = _latest_log(storage, req.partition_path, req.file_id, req.latest_base_instant)
+    if latest is not None and _ends_with_rollback_of(storage, join(latest), target):
+        return join(latest), storage.size(join(latest))  # an interrupted attempt already wrote it
+    block = rollback_block(rollback_ts, target)
+    if latest is not None and storage.can_append:
+        result = append_log_blocks(storage, join(latest), [block])
+        return result.path, result.size
+    name = latest.next_version(ROLLOVER_WRITE_TOKEN) if latest else LogFileName(
+        req.file_id, req.latest_base_instant, 1, ROLLOVER_WRITE_TOKEN)
+    result = create_log_file(storage, join(name), [block])
+    return result.path, result.size
 
 
 def _execute(storage: Storage, rollback_ts: str, failed: Instant, requests: list[RollbackRequest]) -> dict:
     partitions: dict[str, dict] = {}
-    deleted = 0
     for i, req in enumerate(requests):
         meta = partitions.setdefault(req.partition_path, {
             "partitionPath": req.partition_path, "successDeleteFiles": [], "failedDeleteFiles": [],
-            "rollbackLogFiles": None, "writtenLogFiles": None,
+            "rollbackLogFiles": {}, "logFilesFromFailedCommit": {},
         })
         for path in req.files_to_delete:
-            storage.delete(path)
-            meta["successDeleteFiles"].append(storage.url(path))
-            deleted += 1
-        for path, _size in req.log_blocks_to_delete:
-            block = rollback_block(rollback_ts, failed.timestamp)
-            if storage.can_append:
-                result = append_log_blocks(storage, path, [block])
-                written = path
-            else:
-                # No append: a new log file version of the same slice carries the command block.
-                name = LogFileName.parse(posixpath.basename(path))
-                new_name = name.next_version(f"0-0-{rollback_ts}") if name else None
-                written = posixpath.join(req.partition_path, new_name.name) if new_name else path
-                result = create_log_file(storage, written, [block])
-            rolled = dict(meta["rollbackLogFiles"] or {})
-            rolled[storage.url(written)] = result.size
-            meta["rollbackLogFiles"] = rolled
+            outcome = "successDeleteFiles" if storage.delete(path) else "failedDeleteFiles"
+            meta[outcome].append(storage.url(path))
+        if req.log_blocks_to_delete:
+            written, size = _append_command_block(storage, req, rollback_ts, failed.timestamp)
+            meta["rollbackLogFiles"][storage.url(written)] = size
+            # Only keys naming a log file (BaseRollbackHelper drops keys that name no file).
+            meta["logFilesFromFailedCommit"].update(
+                (k, v) for k, v in req.log_blocks_to_delete if LogFileName.parse(posixpath.basename(k)))
         if i == 0:
             crash_point("mid_rollback")
-    return {"partitions": partitions, "deleted": deleted}
+    return partitions
 
 
 def rollback(storage: Storage, timeline: Timeline, failed_ts: str, rollback_ts: str | None = None) -> Instant:
@@ -126,7 +251,7 @@ def rollback(storage: Storage, timeline: Timeline, failed_ts: str, rollback_ts: 
         raise ValueError(f"instant {failed_ts} is completed; only pending instants are rolled back")
     started = time.monotonic()
     rollback_ts = rollback_ts or timeline.new_instant_time()
-    requests = plan_rollback(storage, failed)
+    requests = plan_rollback(storage, timeline, failed)
     plan = {
         "instantToRollback": {"commitTime": failed.timestamp, "action": failed.action.value},
         "RollbackRequests": [r.to_avro(storage) for r in requests],
@@ -134,7 +259,14 @@ def rollback(storage: Storage, timeline: Timeline, failed_ts: str, rollback_ts: 
     }
     requested = Instant(rollback_ts, Action.ROLLBACK, State.REQUESTED)
     storage.write(instant_path(requested), avro_models.serialize(avro_models.ROLLBACK_PLAN, plan))
-    return _finish(storage, timeline, requested, failed, requests, started)
+    return _finish(storage, requested, failed, requests, started)
+
+
+def target_of(storage: Storage, pending_rollback: Instant) -> Instant:
+    """The instant a pending rollback rolls back, from its plan."""
+    plan = avro_models.deserialize(read_instant(storage, pending_rollback.to(State.REQUESTED)))
+    target = plan["instantToRollback"]
+    return Instant(target["commitTime"], Action(target["action"]), State.INFLIGHT)
 
 
 def resume(storage: Storage, timeline: Timeline, pending_rollback: Instant) -> Instant:
@@ -142,49 +274,30 @@ def resume(storage: Storage, timeline: Timeline, pending_rollback: Instant) -> I
     started = time.monotonic()
     requested = pending_rollback.to(State.REQUESTED)
     plan = avro_models.deserialize(read_instant(storage, requested))
-    target = plan["instantToRollback"]
-    failed = Instant(target["commitTime"], Action(target["action"]), State.INFLIGHT)
     requests = [RollbackRequest.from_avro(storage, r) for r in plan.get("RollbackRequests") or []]
-    # Appends already made by the interrupted attempt must not be repeated.
-    requests = [_without_done_appends(storage, r, failed.timestamp) for r in requests]
-    return _finish(storage, timeline, requested, failed, requests, started)
+    return _finish(storage, requested, target_of(storage, pending_rollback), requests, started)
 
 
-def _without_done_appends(storage: Storage, req: RollbackRequest, target: str) -> RollbackRequest:
-    remaining = []
-    for path, size in req.log_blocks_to_delete:
-        if storage.exists(path) and storage.size(path) > size and _ends_with_rollback_of(storage, path, target):
-            continue
-        remaining.append((path, size))
-    return RollbackRequest(req.partition_path, req.file_id, req.latest_base_instant,
-                           req.files_to_delete, tuple(remaining))
-
-
-def _ends_with_rollback_of(storage: Storage, path: str, target: str) -> bool:
-    last = None
-    for block in iter_log_blocks(storage, path):
-        last = block
-    return last is not None and last.target_instant_time == target
-
-
-def _finish(storage: Storage, timeline: Timeline, requested: Instant, failed: Instant,
-            requests: list[RollbackRequest], started: float) -> Instant:
+def _finish(storage: Storage, requested: Instant, failed: Instant, requests: list[RollbackRequest],
+            started: float) -> Instant:
     inflight = requested.to(State.INFLIGHT)
     if not storage.exists(instant_path(inflight)):
         storage.write(instant_path(inflight), b"")
-    result = _execute(storage, requested.timestamp, failed, requests)
+    partitions = _execute(storage, requested.timestamp, failed, requests)
     metadata = {
         "startRollbackTime": requested.timestamp,
         "timeTakenInMillis": int((time.monotonic() - started) * 1000),
-        "totalFilesDeleted": result["deleted"],
+        "totalFilesDeleted": sum(len(p["successDeleteFiles"]) for p in partitions.values()),
         "commitsRollback": [failed.timestamp],
-        "partitionMetadata": result["partitions"],
+        "partitionMetadata": partitions,
         "version": 1,
         "instantsRollback": [{"commitTime": failed.timestamp, "action": failed.action.value}],
     }
+    # BaseRollbackActionExecutor.finishRollback: the failed instant leaves the timeline first, then
+    # the rollback completes; the markers go last (runRollback).
+    remove_pending(storage, Timeline.load(storage), failed.timestamp)
+    crash_point("before_rollback_complete")
     done = requested.to(State.COMPLETED)
     storage.write(instant_path(done), avro_models.serialize(avro_models.ROLLBACK_METADATA, metadata))
-    # The failed instant disappears from the timeline only after the rollback is recorded.
-    remove_pending(storage, Timeline.load(storage), failed.timestamp)
     markers.delete_all(storage, failed.timestamp)
     return done

@@ -8,7 +8,12 @@ deletes — resolves the same rows (see `ingest.write.precombine`).
 
 Layout: `.hoodie/.aux/ingest/key_index/<shard>/<instant>.{delta,base}.parquet`. A task loads only its
 shard. A segment counts only once its instant has completed (or is older than the active timeline),
-so a crashed batch's segments are invisible, and rollback deletes them through their markers.
+so a crashed batch's segments are invisible. They get no write markers: Hudi's rollback accepts markers
+of base and log files only (`MarkerBasedRollbackStrategy`), so a Hudi writer must never see one of
+ours. Instead they recover by instant time: before an instant is rolled back its segments are deleted
+(`discard_instant`), and segments of instants a Hudi writer rolled back, absent from the timeline yet
+not older than it, are deleted before the next batch (`discard_orphans`) so archival can never make
+them look committed.
 When a shard accumulates deltas, the writer folds them into a new base segment.
 """
 
@@ -388,3 +393,30 @@ def visibility(completed: Iterable[str], timeline_start: str | None) -> Callable
         return ts in done or (timeline_start is not None and ts < timeline_start)
 
     return is_visible
+
+
+def _segments_where(storage: Storage, keep: Callable[[str], bool]) -> list[str]:
+    """Delete every segment whose instant `keep` rejects; returns their paths."""
+    removed = []
+    for entry in storage.walk_files(INDEX_ROOT):
+        m = _SEGMENT_RE.match(entry.name)
+        if m and not keep(m.group(1)) and storage.delete(entry.path):
+            removed.append(entry.path)
+    return removed
+
+
+def discard_instant(storage: Storage, instant: str) -> list[str]:
+    """Delete every shard's segment of `instant`, an instant about to be rolled back."""
+    return _segments_where(storage, lambda ts: ts != instant)
+
+
+def discard_orphans(storage: Storage, timeline_instants: Iterable[str], timeline_start: str | None) -> list[str]:
+    """Delete segments of instants absent from the active timeline but not older than its start.
+
+    Such an instant was rolled back (a Hudi writer rolls back failed writes without knowing our
+    files); an older absent instant may be archived and committed, so it is left alone.
+    """
+    present = frozenset(timeline_instants)
+    if timeline_start is None:  # no write on the active timeline: nothing to tell apart
+        return []
+    return _segments_where(storage, lambda ts: ts in present or ts < timeline_start)

@@ -23,6 +23,8 @@ from ingest.hudi.file_system_view import FileSystemView
 from ingest.hudi.instant import Action, Instant, State
 from ingest.hudi.table import HudiTable
 from ingest.hudi.timeline import Timeline, complete, request, start
+from ingest.index import key_state as ks
+from ingest.storage import Storage
 
 log = logging.getLogger(__name__)
 
@@ -74,19 +76,41 @@ def committed_batch(table: HudiTable, timeline: Timeline, checkpoint_id: str) ->
     return None
 
 
+def roll_back(storage: Storage, timeline: Timeline, failed_ts: str) -> Instant:
+    """Roll back a pending write: its key-index segments (ours, without markers) first, then its data
+    files as Hudi does. A crash in between leaves the instant pending, to be rolled back again."""
+    ks.discard_instant(storage, failed_ts)
+    return rollback.rollback(storage, timeline, failed_ts)
+
+
+def resume_rollback(storage: Storage, timeline: Timeline, pending: Instant) -> Instant:
+    """Finish an interrupted rollback, its target's key-index segments first."""
+    ks.discard_instant(storage, rollback.target_of(storage, pending).timestamp)
+    return rollback.resume(storage, timeline, pending)
+
+
+_SWEPT: set[str] = set()  # tables whose orphan segments this process already deleted (one walk each)
+
+
 def recover(table: HudiTable, timeline: Timeline) -> tuple[Timeline, tuple[str, ...]]:
-    """Finish interrupted rollbacks and roll back writes that never completed."""
+    """Finish interrupted rollbacks, roll back writes that never completed, and (once per process)
+    delete key-index segments of instants a Hudi writer rolled back."""
     storage = table.storage
     rolled = []
     for pending in timeline.pending(Action.ROLLBACK):
-        rollback.resume(storage, timeline, pending)
+        resume_rollback(storage, timeline, pending)
         timeline = table.timeline()
     for pending in timeline.pending(Action.DELTA_COMMIT, Action.COMMIT):
         log.warning("rolling back instant %s left %s by a writer that stopped", pending.timestamp,
                     pending.state.value.lower())
-        rollback.rollback(storage, timeline, pending.timestamp)
+        roll_back(storage, timeline, pending.timestamp)
         rolled.append(pending.timestamp)
         timeline = table.timeline()
+    if storage.base_url not in _SWEPT:
+        removed = ks.discard_orphans(storage, (i.timestamp for i in timeline), timeline.first_write_timestamp)
+        if removed:
+            log.warning("deleted %d key-index segment(s) of rolled-back instants: %s", len(removed), removed[:5])
+        _SWEPT.add(storage.base_url)
     return timeline, tuple(rolled)
 
 
@@ -192,4 +216,4 @@ def abort(txn: Transaction) -> Instant:
     current = timeline.get(txn.instant_time)
     if current is None or current.state is State.COMPLETED:
         raise ValueError(f"instant {txn.instant_time} is not pending")
-    return rollback.rollback(txn.table.storage, timeline, txn.instant_time)
+    return roll_back(txn.table.storage, timeline, txn.instant_time)

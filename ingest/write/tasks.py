@@ -15,7 +15,6 @@ still grouped by shard, write the state (`write_state`).
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -23,7 +22,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ingest.hudi import markers
 from ingest.hudi import schema as avro
 from ingest.hudi.bucket_index import bucket_ids, java_string_hashes
 from ingest.hudi.commit_metadata import WriteStat
@@ -140,10 +138,8 @@ def _counts(resolved, upserts: pa.Table) -> dict[str, int]:
 
 
 def _write_segment(plan: WritePlan, store: ks.KeyStateStore, state: ks.ShardState, changes: pa.Table) -> str:
-    segment_kind = "base" if state.deltas_since_base + 1 > ks.MAX_DELTAS else "delta"
-    segment = ks.Segment(state.shard, plan.instant, segment_kind)
-    folder, name = posixpath.split(segment.path)
-    markers.create(plan.storage, plan.instant, folder, name, markers.IOType.CREATE)
+    # No marker: Hudi's rollback accepts markers of data files only. A segment counts once its
+    # instant completes; one of an instant that never did is deleted by `ks.discard_instant`.
     written = store.write(state, changes, plan.instant)
     store.prune(state)
     return written.path
