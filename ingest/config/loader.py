@@ -45,6 +45,7 @@ from ingest.config.pipeline import (
     Trigger,
 )
 from ingest.errors import ConfigError, UnsupportedTable
+from ingest.hudi import properties_file
 from ingest.hudi.bucket_index import hash_fields_from_config
 from ingest.hudi.table_config import PROPERTIES_PATH, TableConfig
 from ingest.kafka.decode import DecoderSpec, decoder_spec
@@ -732,7 +733,7 @@ class _Resolver:
         properties = f"{table.path.rstrip('/')}/{PROPERTIES_PATH}"
         try:
             storage = Storage(table.path, table.storage_options)
-            if not storage.exists(PROPERTIES_PATH):
+            if not properties_file.present(storage):
                 return
             existing = TableConfig.load(storage)
         except UnsupportedTable as e:
