@@ -64,6 +64,11 @@ def present(storage: Storage) -> bool:
     return storage.exists(PROPERTIES_PATH) or storage.exists(BACKUP_PATH)
 
 
+def has_timeline(storage: Storage) -> bool:
+    """True when `.hoodie` (or layout 2's `.hoodie/timeline`) holds files: instants of a real table."""
+    return any(not e.is_dir for folder in (METAFOLDER, f"{METAFOLDER}/timeline") for e in storage.list(folder))
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")
 
@@ -83,6 +88,9 @@ def fetch(storage: Storage) -> dict[str, str]:
     """`fetchConfigs`: the first valid one of `hoodie.properties` and its backup, retrying a while."""
     if not storage.exists(METAFOLDER):
         raise TableNotFound(f"no Hudi table at {storage.base_url} ({PROPERTIES_PATH} is missing)")
+    if not present(storage) and not has_timeline(storage):
+        # Only our own folders (a lease taken before creating the table, a create that died early).
+        raise TableNotFound(f"no Hudi table at {storage.base_url} ({PROPERTIES_PATH} is missing)")
     found = False
     for attempt in range(READ_RETRIES):
         for path in (PROPERTIES_PATH, BACKUP_PATH):
@@ -100,7 +108,7 @@ def fetch(storage: Storage) -> dict[str, str]:
     if found:
         raise TableConfigDamaged(f"{where}: hoodie.properties and hoodie.properties.backup both fail their "
                                  f"{CHECKSUM_KEY} check; restore the table's config by hand")
-    if any(True for _ in storage.walk_files(METAFOLDER)):
+    if has_timeline(storage):
         raise TableConfigDamaged(f"{where} holds a table but neither hoodie.properties nor hoodie.properties.backup; "
                                  "refusing to create a new config over it (restore hoodie.properties by hand)")
     raise TableNotFound(f"no Hudi table at {storage.base_url} ({PROPERTIES_PATH} is missing)")
