@@ -62,14 +62,18 @@ class ServicesRun:
                 f"archived={len(self.archived)} {timing}")
 
 
-def _execute_pending(table: HudiTable, runner: compaction.Runner | None) -> list[str]:
-    """Execute pending compactions, oldest first, leaving those another live executor runs."""
+def _execute_pending(table: HudiTable, runner: compaction.Runner | None,
+                     held: list[str] | None = None) -> list[str]:
+    """Execute pending compactions, oldest first, leaving those another live executor runs (their
+    messages go to `held`, so a command can say so instead of reporting the work done)."""
     done = []
     for instant in table.timeline().pending(Action.COMPACTION):
         try:
             compaction.execute(table, instant.timestamp, runner=runner)
         except ConcurrentWriterError as e:
             log.info("%s", e)
+            if held is not None:
+                held.append(str(e))
             continue
         done.append(instant.timestamp)
     return done
@@ -139,6 +143,7 @@ class CompactionRun:
     scheduled: str | None = None
     executed: tuple[str, ...] = ()
     note: str | None = None
+    held: tuple[str, ...] = ()  # pending compactions left to another executor whose heartbeat is fresh
 
 
 def compact(
@@ -168,8 +173,9 @@ def compact(
         except ConcurrentWriterError as e:
             note = f"not scheduling: {e}"
             log.info(note)
-    executed = _execute_pending(table, runner) if execute else []
-    return CompactionRun(scheduled, tuple(executed), note)
+    held: list[str] = []
+    executed = _execute_pending(table, runner, held) if execute else []
+    return CompactionRun(scheduled, tuple(executed), note, tuple(held))
 
 
 def clean(target: Target, settings: ServiceSettings, *, lease_expiry_seconds: float = 60.0,
