@@ -129,6 +129,13 @@ class Storage:
     def size(self, rel: str) -> int:
         return int(self.fs.size(self.full_path(rel)))
 
+    def modified(self, rel: str) -> float:
+        """Last modification time of a file, in seconds since the epoch (FileNotFoundError if absent)."""
+        full = self.full_path(rel)
+        if self.is_local:
+            return os.stat(full).st_mtime
+        return self.fs.modified(full).timestamp()
+
     def list(self, rel: str = "") -> list[FileInfo]:
         """Direct children of a folder; an absent folder lists as empty."""
         full = self.full_path(rel)

@@ -47,6 +47,7 @@ from ingest.config.pipeline import (
 from ingest.errors import ConfigError, UnsupportedTable
 from ingest.hudi import properties_file
 from ingest.hudi.bucket_index import hash_fields_from_config
+from ingest.hudi.heartbeat import HeartbeatSettings
 from ingest.hudi.table_config import PROPERTIES_PATH, TableConfig
 from ingest.kafka.decode import DecoderSpec, decoder_spec
 from ingest.storage import Storage
@@ -530,6 +531,8 @@ class _Resolver:
                 parquet_compression="none" if codec == "uncompressed" else codec,
                 jvm_timezone=self.get("write.jvm_timezone"),
                 lock_expiry_seconds=float(self.get("write.lock_expiry_seconds")),
+                heartbeat=HeartbeatSettings(self.get("hudi.hoodie.client.heartbeat.interval_in_ms"),
+                                            self.get("hudi.hoodie.client.heartbeat.tolerable.misses")),
             )
             write.keygen  # noqa: B018 - resolves and checks the key generator settings now
             write.table_settings()  # checks the bucket hash fields against the record key

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 
 from ingest.faults import crash_point
-from ingest.hudi import avro_models, markers
+from ingest.hudi import avro_models, heartbeat, markers
 from ingest.hudi.file_names import LogFileName
 from ingest.hudi.instant import Action, Instant, State
 from ingest.hudi.log_reader import iter_log_blocks
@@ -187,4 +187,5 @@ def _finish(storage: Storage, timeline: Timeline, requested: Instant, failed: In
     # The failed instant disappears from the timeline only after the rollback is recorded.
     remove_pending(storage, Timeline.load(storage), failed.timestamp)
     markers.delete_all(storage, failed.timestamp)
+    heartbeat.delete(storage, failed.timestamp)  # a rolled-back instant has no writer left
     return done

@@ -15,6 +15,7 @@ from typing import Any
 
 from ingest.errors import ConfigError
 from ingest.hudi.bucket_index import bucket_index_write_config, hash_fields_from_config
+from ingest.hudi.heartbeat import HeartbeatSettings
 from ingest.hudi.key_generator import KeyGeneratorSpec
 from ingest.hudi.table_config import TableConfigKey
 from ingest.write.file_group_writer import InsertMode
@@ -82,6 +83,7 @@ class WriteOptions:
     parquet_compression: str = "snappy"
     jvm_timezone: str = "UTC"
     lock_expiry_seconds: float = 60.0
+    heartbeat: HeartbeatSettings = HeartbeatSettings()  # of each instant in flight (`ingest.hudi.heartbeat`)
 
     @cached_property
     def keygen(self) -> KeyGeneratorSpec:
