@@ -31,10 +31,12 @@ from typing import Any
 
 from ingest.errors import ConcurrentWriterError, IngestError, TimelineError
 from ingest.hudi import archiver, avro_models, cleaner, compaction, rollback
+from ingest.hudi.heartbeat import HeartbeatSettings
 from ingest.hudi.instant import Action, Instant, State
 from ingest.hudi.service_settings import ServiceSettings
 from ingest.hudi.table import HudiTable
 from ingest.hudi.timeline import read_instant
+from ingest.write import commit
 from ingest.write.lock import WriterLock
 
 log = logging.getLogger(__name__)
@@ -222,6 +224,8 @@ def rollback_instant(target: Target, instant_time: str, *, lease_expiry_seconds:
             raise IngestError(f"{table.base_url}: clean {instant_time} is pending; finish it with `ingest clean`")
         if instant.action not in (Action.DELTA_COMMIT, Action.COMMIT):
             raise IngestError(f"{table.base_url}: a pending {kind} is not rolled back by ingest")
+        if not commit.written_by_ingest(table, instant):
+            commit.check_not_live(table, instant, HeartbeatSettings())  # a Hudi writer may still run it
         return rollback.rollback(table.storage, timeline, instant_time)
 
 

@@ -93,3 +93,17 @@ def test_our_instant_keeps_a_hudi_heartbeat_while_in_flight(hudi_table_copy):
     finally:
         abort(txn)
     assert not beat.exists(), "deleted once the instant is rolled back"
+
+
+def test_the_rollback_command_refuses_a_hudi_instant_with_a_live_heartbeat(hudi_table_copy, capsys):
+    """HoodieHeartbeatUtils.isHeartbeatExpired guards every rollback of another writer's instant, so
+    `ingest rollback` does not undo the files of a Hudi writer that is still running."""
+    from ingest.cli import main
+
+    table_dir = hudi_table_copy(FIXTURE)
+    pending = _hudi_left_deltacommit(table_dir)
+    _beat(table_dir, pending, age_seconds=0)
+
+    assert main(["rollback", str(table_dir), pending]) == 1
+    assert f"deltacommit {pending} is inflight with a live heartbeat" in capsys.readouterr().err
+    assert HudiTable.open(str(table_dir)).timeline().get(pending).state is State.INFLIGHT

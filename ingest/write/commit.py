@@ -83,7 +83,7 @@ def committed_batch(table: HudiTable, timeline: Timeline, checkpoint_id: str) ->
     return None
 
 
-def _written_by_ingest(table: HudiTable, instant: Instant) -> bool:
+def written_by_ingest(table: HudiTable, instant: Instant) -> bool:
     """True when the inflight file names ingest as its writer (`begin` records it there)."""
     if instant.state is not State.INFLIGHT:
         return False
@@ -114,7 +114,7 @@ def recover(table: HudiTable, timeline: Timeline,
         rollback.resume(storage, timeline, pending)
         timeline = table.timeline()
     for pending in timeline.pending(Action.DELTA_COMMIT, Action.COMMIT):
-        if not _written_by_ingest(table, pending):
+        if not written_by_ingest(table, pending):
             check_not_live(table, pending, settings)
         log.warning("rolling back instant %s left %s by a writer that stopped", pending.timestamp,
                     pending.state.value.lower())
