@@ -10,11 +10,16 @@
 * `before_rollback_complete`: a rollback has removed the failed instant from the timeline; its own
   completed instant is not written yet.
 * `mid_compaction`, `mid_clean`, `mid_archive`: a table service did part of its work.
+
+`INGEST_PAUSE_AT=<point>` instead stops the process there, alive, after printing `paused at <point>`
+to stderr: a test can then kill it with the signal it wants (SIGKILL), as an operator would.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+import time
 
 CRASH_EXIT_CODE = 86
 
@@ -23,3 +28,9 @@ def crash_point(name: str) -> None:
     spec = os.environ.get("INGEST_CRASH_AT")
     if spec and name in spec.split(","):
         os._exit(CRASH_EXIT_CODE)
+    pause = os.environ.get("INGEST_PAUSE_AT")
+    if pause and name in pause.split(","):
+        sys.stderr.write(f"paused at {name}\n")
+        sys.stderr.flush()
+        while True:
+            time.sleep(3600)

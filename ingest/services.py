@@ -31,6 +31,7 @@ from typing import Any
 
 from ingest.errors import ConcurrentWriterError, IngestError, TimelineError
 from ingest.hudi import archiver, avro_models, cleaner, compaction
+from ingest.hudi.heartbeat import HeartbeatSettings
 from ingest.hudi.instant import Action, Instant, State, check_instant_time
 from ingest.hudi.service_settings import ServiceSettings
 from ingest.hudi.table import HudiTable
@@ -63,14 +64,18 @@ class ServicesRun:
                 f"archived={len(self.archived)} {timing}")
 
 
-def _execute_pending(table: HudiTable, runner: compaction.Runner | None) -> list[str]:
-    """Execute pending compactions, oldest first, leaving those another live executor runs."""
+def _execute_pending(table: HudiTable, runner: compaction.Runner | None,
+                     held: list[str] | None = None) -> list[str]:
+    """Execute pending compactions, oldest first, leaving those another live executor runs (their
+    messages go to `held`, so a command can say so instead of reporting the work done)."""
     done = []
     for instant in table.timeline().pending(Action.COMPACTION):
         try:
             compaction.execute(table, instant.timestamp, runner=runner)
         except ConcurrentWriterError as e:
             log.info("%s", e)
+            if held is not None:
+                held.append(str(e))
             continue
         done.append(instant.timestamp)
     return done
@@ -140,6 +145,7 @@ class CompactionRun:
     scheduled: str | None = None
     executed: tuple[str, ...] = ()
     note: str | None = None
+    held: tuple[str, ...] = ()  # pending compactions left to another executor whose heartbeat is fresh
 
 
 def compact(
@@ -169,8 +175,9 @@ def compact(
         except ConcurrentWriterError as e:
             note = f"not scheduling: {e}"
             log.info(note)
-    executed = _execute_pending(table, runner) if execute else []
-    return CompactionRun(scheduled, tuple(executed), note)
+    held: list[str] = []
+    executed = _execute_pending(table, runner, held) if execute else []
+    return CompactionRun(scheduled, tuple(executed), note, tuple(held))
 
 
 def clean(target: Target, settings: ServiceSettings, *, lease_expiry_seconds: float = 60.0,
@@ -218,6 +225,8 @@ def rollback_instant(target: Target, instant_time: str, *, lease_expiry_seconds:
             raise IngestError(f"{table.base_url}: clean {instant_time} is pending; finish it with `ingest clean`")
         if instant.action not in (Action.DELTA_COMMIT, Action.COMMIT):
             raise IngestError(f"{table.base_url}: a pending {kind} is not rolled back by ingest")
+        if not commit.written_by_ingest(table, instant):
+            commit.check_not_live(table, instant, HeartbeatSettings())  # a Hudi writer may still run it
         return commit.roll_back(table.storage, timeline, instant_time)
 
 

@@ -131,8 +131,12 @@ class Storage:
         return int(self.fs.size(self.full_path(rel)))
 
     def modified(self, rel: str) -> float:
-        """A file's modification time in epoch seconds (Hudi 0.x reads completion times from it)."""
-        moment = self.fs.modified(self.full_path(rel))
+        """A file's modification time in epoch seconds (FileNotFoundError if absent); Hudi 0.x reads
+        completion times from it."""
+        full = self.full_path(rel)
+        if self.is_local:
+            return os.stat(full).st_mtime
+        moment = self.fs.modified(full)
         return moment.timestamp() if moment.tzinfo else moment.replace(tzinfo=timezone.utc).timestamp()
 
     def list(self, rel: str = "") -> list[FileInfo]:

@@ -71,7 +71,9 @@ def run_compact(args: argparse.Namespace) -> int:
         print(result.note, file=sys.stderr)
     print(f"scheduled: {result.scheduled or '-'}")
     print(f"executed: {', '.join(result.executed) or '-'}")
-    return 0
+    for message in result.held:  # not done: another executor's heartbeat is fresh
+        print(message, file=sys.stderr)
+    return 1 if result.held else 0
 
 
 def run_clean(args: argparse.Namespace) -> int:

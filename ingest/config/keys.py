@@ -453,6 +453,11 @@ KEYS: tuple[Key, ...] = (
         "Hudi falls back to it when formatting timestamps without a zone.", default="UTC"),
     Key("write.sync_failures_allowed", Type.INTEGER, "Catalog sync: consecutive failed syncs the job "
         "tolerates (each is retried after the next commit); one more fails the job.", default=3, minimum=0),
+    Key("hudi.hoodie.client.heartbeat.interval_in_ms", Type.INTEGER, "How often a writer refreshes the heartbeat "
+        "file (`.hoodie/.heartbeat/<instant>`) of the instant it has in flight.", default=60_000, minimum=1000),
+    Key("hudi.hoodie.client.heartbeat.tolerable.misses", Type.INTEGER, "Refreshes a writer may miss before its "
+        "heartbeat expires and its pending instant may be rolled back (ingest waits as long before rolling "
+        "back a Hudi writer's).", default=2, minimum=1),
     Key("write.lock_expiry_seconds", Type.NUMBER, "The writer's lease on the table expires this long after its "
         "last renewal (another writer may then take over).", default=60.0, minimum=1),
     # -- stream -----------------------------------------------------------------------------------

@@ -49,8 +49,10 @@ from ingest.config.pipeline import (
     Trigger,
 )
 from ingest.errors import ConfigError, SchemaEvolutionError, UnsupportedTable
+from ingest.hudi import properties_file
 from ingest.hudi.avro_names import check_names, sanitized_schema
 from ingest.hudi.bucket_index import hash_fields_from_config
+from ingest.hudi.heartbeat import HeartbeatSettings
 from ingest.hudi.table_config import PROPERTIES_PATH, TableConfig
 from ingest.kafka.decode import DecoderSpec, decoder_spec
 from ingest.storage import Storage
@@ -544,6 +546,8 @@ class _Resolver:
                 lock_expiry_seconds=float(self.get("write.lock_expiry_seconds")),
                 invalid_name_mask=self.get("source.invalid_char_mask") if self.get("source.sanitize_field_names")
                 else None,
+                heartbeat=HeartbeatSettings(self.get("hudi.hoodie.client.heartbeat.interval_in_ms"),
+                                            self.get("hudi.hoodie.client.heartbeat.tolerable.misses")),
             )
             write.keygen  # noqa: B018 - resolves and checks the key generator settings now
             write.table_settings()  # checks the bucket hash fields against the record key
@@ -773,7 +777,7 @@ class _Resolver:
         properties = f"{table.path.rstrip('/')}/{PROPERTIES_PATH}"
         try:
             storage = Storage(table.path, table.storage_options)
-            if not storage.exists(PROPERTIES_PATH):
+            if not properties_file.present(storage):
                 return
             existing = TableConfig.load(storage)
         except UnsupportedTable as e:

@@ -31,9 +31,7 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import posixpath
-import socket
 import threading
 import time
 import uuid
@@ -60,6 +58,7 @@ from ingest.hudi.snapshot import ReadContext, read_slice
 from ingest.hudi.table import HudiTable
 from ingest.hudi.table_config import TABLE_VERSION, TableConfigKey
 from ingest.hudi.timeline import AUX_FOLDER, Timeline, complete, read_instant, request, start
+from ingest.liveness import ProcessIdentity
 from ingest.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -513,8 +512,9 @@ class ExecutionHeartbeat:
 
     An inflight compaction is either being executed or was left by a crash, and only liveness tells
     them apart (Hudi 1.x keeps heartbeats for the same reason). The first executor creates the file
-    (put-if-absent); another one keeps away while the heartbeat is fresh and its process alive, and
-    takes over once it is stale, or at once when the holder's process is gone from this host. An
+    (put-if-absent); another one keeps away while the heartbeat is fresh, and takes over once it is
+    stale, or at once when the holder's process is certainly gone (`ingest.liveness`: a pid from
+    another container or a reaped-late zombie is not taken for a live one, nor the reverse). An
     executor that finds its heartbeat taken over stops before committing.
     """
 
@@ -529,7 +529,7 @@ class ExecutionHeartbeat:
         self._thread: threading.Thread | None = None
 
     def _record(self) -> bytes:
-        return json.dumps({"owner": self.owner, "host": socket.gethostname(), "pid": os.getpid(),
+        return json.dumps({"owner": self.owner, **ProcessIdentity.current().to_dict(),
                            "heartbeat_at": time.time(), "expiry": self.expiry}).encode()
 
     def _current(self) -> dict | None:
@@ -542,23 +542,19 @@ class ExecutionHeartbeat:
     def _alive(record: dict) -> bool:
         if time.time() - float(record["heartbeat_at"]) >= float(record["expiry"]):
             return False
-        if record["host"] == socket.gethostname():
-            try:
-                os.kill(int(record["pid"]), 0)
-            except ProcessLookupError:
-                return False
-            except PermissionError:
-                return True
-        return True
+        return not ProcessIdentity.from_dict(record).certainly_dead()
 
     def claim(self) -> None:
         if not self.storage.create(self.path, self._record()):
             holder = self._current()
             if holder is not None and holder["owner"] != self.owner and self._alive(holder):
                 age = time.time() - float(holder["heartbeat_at"])
+                left = float(holder["expiry"]) - age
                 raise ConcurrentWriterError(
-                    f"{self.storage.base_url}: compaction {self.instant} is being executed by host "
-                    f"{holder['host']}, pid {holder['pid']} (heartbeat {age:.0f}s ago)"
+                    f"{self.storage.base_url}: compaction {self.instant} is being executed by "
+                    f"{ProcessIdentity.from_dict(holder).describe()} (heartbeat {age:.0f}s ago); if that "
+                    f"process has stopped, its heartbeat expires in {left:.0f}s and the compaction can be "
+                    "executed again then"
                 )
             self.storage.write(self.path, self._record())
         self._stop.clear()

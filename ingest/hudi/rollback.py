@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ingest.faults import crash_point
-from ingest.hudi import avro_models, markers
+from ingest.hudi import avro_models, heartbeat, markers
 from ingest.hudi.commit_metadata import NULL_COMMIT, CommitMetadata
 from ingest.hudi.file_names import BaseFileName, LogFileName
 from ingest.hudi.file_system_view import FileSlice, FileSystemView, list_partitions
@@ -300,4 +300,5 @@ def _finish(storage: Storage, requested: Instant, failed: Instant, requests: lis
     done = requested.to(State.COMPLETED)
     storage.write(instant_path(done), avro_models.serialize(avro_models.ROLLBACK_METADATA, metadata))
     markers.delete_all(storage, failed.timestamp)
+    heartbeat.delete(storage, failed.timestamp)  # a rolled-back instant has no writer left
     return done

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ingest.errors import TableConfigConflict, TableNotFound
+from ingest.hudi import properties_file
 from ingest.hudi import schema as avro
 from ingest.hudi.commit_metadata import CommitMetadata, decode_metadata
 from ingest.hudi.file_system_view import FileSystemView
@@ -40,7 +41,7 @@ class HudiTable:
 
     @classmethod
     def exists(cls, url: str, storage_options: Mapping[str, Any] | None = None) -> bool:
-        return Storage(url, storage_options).exists(PROPERTIES_PATH)
+        return properties_file.present(Storage(url, storage_options))
 
     @classmethod
     def create(
@@ -70,7 +71,10 @@ class HudiTable:
         schema: avro.AvroSchema | None = None,
         storage_options: Mapping[str, Any] | None = None,
     ) -> HudiTable:
-        """Open the table for writing, checking the given settings agree with it; create it if absent."""
+        """Open the table for writing, checking the given settings agree with it; create it if absent.
+
+        Absent means no `.hoodie` folder, or one with no file in it: a `.hoodie` holding a timeline but
+        neither `hoodie.properties` nor its backup raises instead (`properties_file.fetch`)."""
         try:
             table = cls.open(url, storage_options)
         except TableNotFound:

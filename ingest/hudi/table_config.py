@@ -3,22 +3,27 @@
 Every key we read or write is a member of `TableConfigKey` with its default and parser, so nothing
 else in the code base spells a property name. Keys we do not know are kept untouched: other engines
 put their own settings there, and rewriting the file must not lose them.
+
+The file is read, repaired and rewritten with Hudi's recovery protocol (`HoodieTableConfig`
+`fetchConfigs`, `recoverIfNeeded`, `modify`; see `properties_file.py`): a reader falls back to
+`hoodie.properties.backup` when the file is missing or its checksum is wrong, so a rewrite that dies
+midway never loses the table's config, and never makes us mistake a table for a missing one.
 """
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from ingest.errors import TableConfigConflict, TableNotFound, UnsupportedTable
-from ingest.hudi import properties
+from ingest.errors import TableConfigConflict, UnsupportedTable
+from ingest.hudi import properties_file
 from ingest.hudi.instant import TIMELINE_ZONES, UTC
+from ingest.hudi.properties_file import PROPERTIES_PATH, checksum
 from ingest.storage import Storage
 
-PROPERTIES_PATH = ".hoodie/hoodie.properties"
+__all__ = ["PROPERTIES_PATH", "checksum", "TableConfig", "TableConfigKey"]
 TABLE_VERSION = 6  # the version this library writes
 # Versions this library reads: 6 (Hudi 0.14/0.15) and 8 (Hudi 1.x: timeline layout 2, completion times).
 READABLE_VERSIONS = (6, 8)
@@ -122,11 +127,6 @@ class TableConfigKey(Enum):
             if member.value.key == key or key in member.value.alternatives:
                 return member
         return None
-
-
-def checksum(database: str | None, table: str) -> int:
-    """Hudi's `hoodie.table.checksum`: CRC32 of `<database>.<table>`."""
-    return zlib.crc32(f"{database or ''}.{table}".encode())
 
 
 @dataclass(frozen=True)
@@ -251,11 +251,8 @@ class TableConfig:
 
     @classmethod
     def load(cls, storage: Storage) -> TableConfig:
-        try:
-            data = storage.read(PROPERTIES_PATH)
-        except FileNotFoundError as e:
-            raise TableNotFound(f"no Hudi table at {storage.base_url} ({PROPERTIES_PATH} is missing)") from e
-        config = cls(properties.loads(properties.decode_bytes(data)))
+        """The table's config, from `hoodie.properties` or, failing that, its backup (as Hudi reads it)."""
+        config = cls(properties_file.fetch(storage))
         config.check_supported(storage.base_url)
         return config
 
@@ -288,10 +285,12 @@ class TableConfig:
             raise UnsupportedTable(f"{where}: ordering on several fields ({', '.join(fields)}) is not supported")
 
     def to_bytes(self) -> bytes:
-        return properties.encode_text(properties.dumps(self.props, "Properties saved on " + _now_iso()))
+        return properties_file.encode(self.props, "Properties saved on " + _now_iso())
 
-    def save(self, storage: Storage) -> None:
-        storage.write(PROPERTIES_PATH, self.to_bytes())
+    @classmethod
+    def update(cls, storage: Storage, updates: Mapping[str, str]) -> TableConfig:
+        """Set `updates` in the table's `hoodie.properties` with Hudi's backup protocol; the new config."""
+        return cls(properties_file.modify(storage, updates))
 
     def with_updates(self, updates: Mapping[str, str]) -> TableConfig:
         merged = dict(self.props)

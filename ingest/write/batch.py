@@ -31,7 +31,7 @@ from ingest.index import bootstrap
 from ingest.storage import Storage
 from ingest.write import records as rec
 from ingest.write import tasks
-from ingest.write.commit import BatchId, Transaction, begin, complete_transaction
+from ingest.write.commit import BatchId, Transaction, begin, complete_transaction, release
 from ingest.write.file_group_writer import TaskIdentity
 from ingest.write.lock import WriterLock
 from ingest.write.options import IndexType, Operation, WriteOptions
@@ -123,9 +123,19 @@ def write_batch(
     timings["prepare"] = time.monotonic() - t0
 
     t1 = time.monotonic()
-    txn = begin(table, incoming_avro_schema(arrow_schema, options.table_name), options.operation.value, batch)
+    txn = begin(table, incoming_avro_schema(arrow_schema, options.table_name), options.operation.value, batch,
+                options.heartbeat)
     if txn is None:
         return CommitResult(None, skipped_replay=True)
+    try:
+        return _write_and_commit(engine, options, table, txn, prepared, extra_metadata, lock, timings, t1)
+    finally:
+        release(txn)  # completed, or given up: no heartbeat outlives this call
+
+
+def _write_and_commit(engine: Engine, options: WriteOptions, table: HudiTable, txn: Transaction, prepared: Any,
+                      extra_metadata: Mapping[str, str] | None, lock: WriterLock | None,
+                      timings: dict[str, float], t1: float) -> CommitResult:
     plan = build_plan(txn, options)
     bootstrap.ensure(table, txn.timeline, options, plan.ordering_type, engine.slice_reader())
     timings["plan"] = time.monotonic() - t1

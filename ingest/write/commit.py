@@ -6,6 +6,12 @@ schema, and the new instant time (requested, then inflight). Executors then writ
 instant. `complete` removes what failed task attempts left behind (files with markers but no write
 stat), writes partition metadata for new partitions, and publishes the commit file in one atomic
 write: until that write the instant is invisible to every reader, after it, fully visible.
+
+While the instant is in flight its heartbeat (`.hoodie/.heartbeat/<t>`, `heartbeat.py`) is kept fresh,
+as Hudi's `BaseHoodieWriteClient.startCommit` does, so Hudi writers with lazy failed-write cleaning
+leave it alone. In turn, recovery rolls back a Hudi-left pending write only once its heartbeat has
+expired (`HoodieHeartbeatUtils.isHeartbeatExpired`); one ingest left is rolled back at once, since
+the writer lease already tells that its writer is gone.
 """
 
 from __future__ import annotations
@@ -16,13 +22,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ingest import __version__
-from ingest.hudi import markers, partition_metadata, rollback
+from ingest.errors import ConcurrentWriterError
+from ingest.hudi import heartbeat, markers, partition_metadata, rollback
 from ingest.hudi import schema as avro
-from ingest.hudi.commit_metadata import CommitMetadata, WriteStat
+from ingest.hudi.commit_metadata import CommitMetadata, WriteStat, decode_metadata
 from ingest.hudi.file_system_view import FileSystemView
+from ingest.hudi.heartbeat import HeartbeatSettings, InstantHeartbeat
 from ingest.hudi.instant import Action, Instant, State
 from ingest.hudi.table import HudiTable
-from ingest.hudi.timeline import Timeline, complete, request, start
+from ingest.hudi.timeline import Timeline, complete, read_instant, request, start
 from ingest.index import key_state as ks
 from ingest.storage import Storage
 
@@ -51,6 +59,7 @@ class Transaction:
     batch: BatchId | None = None
     rolled_back: tuple[str, ...] = ()
     existing_partitions: frozenset[str] = field(default=frozenset())
+    heartbeat: InstantHeartbeat | None = None
 
     @property
     def instant_time(self) -> str:
@@ -89,18 +98,43 @@ def resume_rollback(storage: Storage, timeline: Timeline, pending: Instant) -> I
     return rollback.resume(storage, timeline, pending)
 
 
+def written_by_ingest(table: HudiTable, instant: Instant) -> bool:
+    """True when the inflight file names ingest as its writer (`begin` records it there)."""
+    if instant.state is not State.INFLIGHT:
+        return False
+    try:
+        data = read_instant(table.storage, instant, table.layout)
+        return WRITER_KEY in ((decode_metadata(data) or {}).get("extraMetadata") or {}) if data.strip() else False
+    except (FileNotFoundError, ValueError):
+        return False
+
+
+def check_not_live(table: HudiTable, instant: Instant, settings: HeartbeatSettings) -> None:
+    """Refuse to roll back a Hudi writer's pending instant while its heartbeat is fresh."""
+    left = heartbeat.expires_in(table.storage, instant.timestamp, settings)
+    if left > 0:
+        raise ConcurrentWriterError(
+            f"{table.base_url}: {instant.action.value} {instant.timestamp} is {instant.state.value.lower()} with a "
+            f"live heartbeat ({heartbeat.path(instant.timestamp)}): another writer is running it; not rolling it "
+            f"back (its heartbeat expires in {left:.0f}s if that writer has stopped)")
+
+
 _SWEPT: set[str] = set()  # tables whose orphan segments this process already deleted (one walk each)
 
 
-def recover(table: HudiTable, timeline: Timeline) -> tuple[Timeline, tuple[str, ...]]:
-    """Finish interrupted rollbacks, roll back writes that never completed, and (once per process)
-    delete key-index segments of instants a Hudi writer rolled back."""
+def recover(table: HudiTable, timeline: Timeline,
+            settings: HeartbeatSettings | None = None) -> tuple[Timeline, tuple[str, ...]]:
+    """Finish interrupted rollbacks, roll back writes that never completed (not live Hudi writers'),
+    and (once per process) delete key-index segments of instants a Hudi writer rolled back."""
     storage = table.storage
+    settings = settings or HeartbeatSettings()
     rolled = []
     for pending in timeline.pending(Action.ROLLBACK):
         resume_rollback(storage, timeline, pending)
         timeline = table.timeline()
     for pending in timeline.pending(Action.DELTA_COMMIT, Action.COMMIT):
+        if not written_by_ingest(table, pending):
+            check_not_live(table, pending, settings)
         log.warning("rolling back instant %s left %s by a writer that stopped", pending.timestamp,
                     pending.state.value.lower())
         roll_back(storage, timeline, pending.timestamp)
@@ -119,6 +153,7 @@ def begin(
     incoming_schema: avro.AvroSchema,
     operation: str,
     batch: BatchId | None = None,
+    heartbeat_settings: HeartbeatSettings | None = None,
 ) -> Transaction | None:
     """Start a commit; None when `batch` was already committed (a replay after a restart)."""
     timeline = table.timeline()
@@ -128,15 +163,22 @@ def begin(
             log.info("batch %s of %s is already committed in %s; skipping the replay",
                      batch.batch_id, batch.checkpoint_id, done[1].timestamp)
             return None
-    timeline, rolled = recover(table, timeline)
+    settings = heartbeat_settings or HeartbeatSettings()
+    timeline, rolled = recover(table, timeline, settings)
     current = table.schema(timeline)
     incoming_schema = avro.without_null_fields(avro.without_meta_fields(incoming_schema))
     schema = avro.evolve(current, incoming_schema) if current is not None else incoming_schema
     instant_time = timeline.new_instant_time()
-    requested = request(table.storage, instant_time, Action.DELTA_COMMIT)
-    inflight = start(table.storage, requested, CommitMetadata(operation_type=operation.upper()).to_bytes())
-    timeline = table.timeline()
-    view = table.view(timeline)
+    beat = InstantHeartbeat(table.storage, instant_time, settings).start()
+    try:
+        requested = request(table.storage, instant_time, Action.DELTA_COMMIT)
+        inflight = start(table.storage, requested, CommitMetadata(
+            operation_type=operation.upper(), extra_metadata={WRITER_KEY: f"ingest {__version__}"}).to_bytes())
+        timeline = table.timeline()
+        view = table.view(timeline)
+    except BaseException:
+        beat.stop()
+        raise
     return Transaction(
         table=table,
         timeline=timeline,
@@ -147,6 +189,7 @@ def begin(
         batch=batch,
         rolled_back=rolled,
         existing_partitions=frozenset(view.partitions),
+        heartbeat=beat,
     )
 
 
@@ -207,7 +250,14 @@ def complete_transaction(
     )
     done = complete(storage, txn.instant, metadata.to_bytes(), crash_point="mid_commit")
     markers.delete_all(storage, txn.instant_time)
+    release(txn)
     return done
+
+
+def release(txn: Transaction) -> None:
+    """Stop the instant's heartbeat and delete its file: it completed, or this writer gave it up."""
+    if txn.heartbeat is not None:
+        txn.heartbeat.stop()
 
 
 def abort(txn: Transaction) -> Instant:
@@ -216,4 +266,7 @@ def abort(txn: Transaction) -> Instant:
     current = timeline.get(txn.instant_time)
     if current is None or current.state is State.COMPLETED:
         raise ValueError(f"instant {txn.instant_time} is not pending")
-    return roll_back(txn.table.storage, timeline, txn.instant_time)
+    try:
+        return roll_back(txn.table.storage, timeline, txn.instant_time)
+    finally:
+        release(txn)

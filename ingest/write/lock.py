@@ -4,16 +4,16 @@ Object stores have neither rename nor locks, but they do have put-if-absent. The
 of epoch files `.hoodie/.aux/ingest/lock/writer.<epoch>.json`: acquiring means creating the next
 epoch file, which exactly one contender can do. The holder rewrites its own file as a heartbeat. A
 contender may take over only when the current epoch is released, its heartbeat is older than the
-holder's expiry, or the holder's process is gone from this same host; it does so by creating the next epoch — so the previous holder, which checks before each
-commit that no newer epoch exists, learns it has lost the lease and stops instead of committing.
+holder's expiry, or the holder's process is certainly gone (`ingest.liveness`: the same process start
+on this host, boot and PID namespace, not merely a pid that looks dead from another container); it
+does so by creating the next epoch — so the previous holder, which checks before each commit that
+no newer epoch exists, learns it has lost the lease and stops instead of committing.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import socket
 import threading
 import time
 import uuid
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from ingest.errors import ConcurrentWriterError
 from ingest.hudi.timeline import AUX_FOLDER
+from ingest.liveness import ProcessIdentity
 from ingest.storage import Storage
 
 LOCK_FOLDER = f"{AUX_FOLDER}/ingest/lock"
@@ -36,6 +37,9 @@ class LeaseRecord:
     heartbeat_at: float
     expiry: float          # the holder's own expiry: contenders judge its lease by it
     released: bool = False
+    boot_id: str | None = None          # with the two below: the holder's process start (ingest.liveness)
+    pid_namespace: str | None = None
+    start_ticks: int | None = None
 
     def to_bytes(self) -> bytes:
         return json.dumps(self.__dict__, sort_keys=True).encode()
@@ -43,23 +47,18 @@ class LeaseRecord:
     @classmethod
     def from_bytes(cls, data: bytes) -> LeaseRecord:
         d = json.loads(data.decode())
-        return cls(d["owner"], d["host"], int(d["pid"]), float(d["acquired_at"]), float(d["heartbeat_at"]),
-                   float(d.get("expiry", 60.0)), bool(d.get("released", False)))
+        who = ProcessIdentity.from_dict(d)
+        return cls(d["owner"], who.host, who.pid, float(d["acquired_at"]), float(d["heartbeat_at"]),
+                   float(d.get("expiry", 60.0)), bool(d.get("released", False)), who.boot_id, who.pid_namespace,
+                   who.start_ticks)
+
+    @property
+    def identity(self) -> ProcessIdentity:
+        return ProcessIdentity(self.host, self.pid, self.boot_id, self.pid_namespace, self.start_ticks)
 
     def expired(self, now: float) -> bool:
-        return self.released or now - self.heartbeat_at >= self.expiry or self._holder_died()
-
-    def _holder_died(self) -> bool:
-        """On the holder's own host a dead process is certain: no need to wait out its lease."""
-        if self.host != socket.gethostname():
-            return False
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:
-            return False
-        return False
+        """Released, heartbeat too old, or the holder's process certainly gone (never a bare pid test)."""
+        return self.released or now - self.heartbeat_at >= self.expiry or self.identity.certainly_dead()
 
 
 def _epoch_path(epoch: int) -> str:
@@ -96,8 +95,9 @@ class WriterLock:
             return None
 
     def _record(self, released: bool = False) -> LeaseRecord:
-        return LeaseRecord(self.owner, socket.gethostname(), os.getpid(), self._acquired_at, time.time(),
-                           self.expiry, released)
+        me = ProcessIdentity.current()
+        return LeaseRecord(self.owner, me.host, me.pid, self._acquired_at, time.time(), self.expiry, released,
+                           me.boot_id, me.pid_namespace, me.start_ticks)
 
     # -- lease --------------------------------------------------------------------------------
 
@@ -112,8 +112,8 @@ class WriterLock:
                 raise ConcurrentWriterError(
                     f"{self.storage.base_url} is being written by another writer (host {holder.host}, "
                     f"pid {holder.pid}, lease epoch {current}, last heartbeat {age:.0f}s ago); "
-                    f"a table takes one writer at a time. The lease expires {holder.expiry:.0f}s after its "
-                    "last heartbeat if that writer died."
+                    f"a table takes one writer at a time. The lease expires in "
+                    f"{max(holder.expiry - age, 0):.0f}s if that writer has stopped."
                 )
             self._acquired_at = time.time()
             if self.storage.create(_epoch_path(current + 1), self._record().to_bytes()):

@@ -15,6 +15,7 @@ from typing import Any
 
 from ingest.errors import ConfigError
 from ingest.hudi.bucket_index import bucket_index_write_config, hash_fields_from_config
+from ingest.hudi.heartbeat import HeartbeatSettings
 from ingest.hudi.key_generator import COMPLEX_NEW_ENCODING, KeyGeneratorSpec, complex_key_encoding
 from ingest.hudi.table_config import TableConfigKey
 from ingest.write.file_group_writer import InsertMode
@@ -85,6 +86,7 @@ class WriteOptions:
     lock_expiry_seconds: float = 60.0
     # Column names Avro refuses are renamed with this mask (HoodieStreamer's sanitizing); None refuses them.
     invalid_name_mask: str | None = None
+    heartbeat: HeartbeatSettings = HeartbeatSettings()  # of each instant in flight (`ingest.hudi.heartbeat`)
 
     @cached_property
     def keygen(self) -> KeyGeneratorSpec:

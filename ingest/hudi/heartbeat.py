@@ -1,0 +1,86 @@
+"""Writer heartbeats in `.hoodie/.heartbeat/<instant>`, as Hudi's `HoodieHeartbeatClient` keeps them.
+
+The file is empty: its modification time is the heartbeat (`HoodieHeartbeatUtils.getLastHeartbeatTime`,
+0 when the file is missing). A writer creates it when it starts an instant, rewrites it every
+`hoodie.client.heartbeat.interval_in_ms` (default 60 s), and deletes it when the instant completes
+or is rolled back. The heartbeat has expired once it is older than interval x
+`hoodie.client.heartbeat.tolerable.misses` (default 2; `isHeartbeatExpired`), and only then may a
+writer with lazy failed-write cleaning roll that instant back. Hudi 0.14/0.15 keeps heartbeats for
+write instants only (`BaseHoodieWriteClient.startCommit`): not for compaction, clean or rollback.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+from ingest.storage import Storage
+
+FOLDER = ".hoodie/.heartbeat"  # HoodieTableMetaClient.getHeartbeatFolderPath
+
+
+@dataclass(frozen=True)
+class HeartbeatSettings:
+    interval_ms: int = 60_000   # hoodie.client.heartbeat.interval_in_ms
+    tolerable_misses: int = 2   # hoodie.client.heartbeat.tolerable.misses
+
+    @property
+    def max_allowable_s(self) -> float:
+        return self.interval_ms * self.tolerable_misses / 1000.0
+
+
+def path(instant: str) -> str:
+    return f"{FOLDER}/{instant}"
+
+
+def last_heartbeat_time(storage: Storage, instant: str) -> float:
+    """Seconds since the epoch of the last heartbeat; 0 when there is none."""
+    try:
+        return storage.modified(path(instant))
+    except FileNotFoundError:
+        return 0.0
+
+
+def expires_in(storage: Storage, instant: str, settings: HeartbeatSettings, now: float | None = None) -> float:
+    """Seconds until the heartbeat of `instant` expires; 0 or less once it has (or never existed)."""
+    now = time.time() if now is None else now
+    return last_heartbeat_time(storage, instant) + settings.max_allowable_s - now
+
+
+def delete(storage: Storage, instant: str) -> None:
+    storage.delete(path(instant))
+
+
+class InstantHeartbeat:
+    """The heartbeat of one instant this process holds in flight."""
+
+    def __init__(self, storage: Storage, instant: str, settings: HeartbeatSettings):
+        self.storage = storage
+        self.instant = instant
+        self.settings = settings
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def beat(self) -> None:
+        self.storage.write(path(self.instant), b"")  # a new file: a new modification time
+
+    def start(self) -> InstantHeartbeat:
+        self.beat()  # the first one before the instant exists, as HoodieHeartbeatClient.start does
+        self._thread = threading.Thread(target=self._run, name=f"ingest-heartbeat-{self.instant}", daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.settings.interval_ms / 1000.0):
+            try:
+                self.beat()
+            except OSError:
+                pass  # the next beat retries; the tolerable misses cover a storage hiccup
+
+    def stop(self) -> None:
+        """Stop refreshing and delete the file (the instant completed, or was given up)."""
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+        delete(self.storage, self.instant)

@@ -1,0 +1,109 @@
+"""`.hoodie/.heartbeat/<instant>`: kept by our writer like Hudi's, and respected for Hudi's writers.
+
+Built on the Hudi-written fixture `v6_trips_8i1u` with a pending deltacommit a Hudi writer left (its
+own inflight file, copied under a new instant time), beside a fresh or an expired heartbeat."""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from ingest.errors import ConcurrentWriterError
+from ingest.hudi import heartbeat
+from ingest.hudi.heartbeat import HeartbeatSettings
+from ingest.hudi.instant import Action, State
+from ingest.hudi.table import HudiTable
+from ingest.write.commit import abort, begin
+
+FIXTURE = "v6_trips_8i1u"
+HUDI_INFLIGHT = "20250331030645735.deltacommit.inflight"  # written by Hudi's Spark writer
+
+
+def _hudi_left_deltacommit(table_dir) -> str:
+    """A deltacommit a Hudi writer requested and started, a minute ago, and has not completed."""
+    t = (datetime.now(timezone.utc) - timedelta(minutes=1)).strftime("%Y%m%d%H%M%S%f")[:17]
+    meta = table_dir / ".hoodie"
+    (meta / f"{t}.deltacommit.requested").write_bytes(b"")
+    (meta / f"{t}.deltacommit.inflight").write_bytes((meta / HUDI_INFLIGHT).read_bytes())
+    return t
+
+
+def _beat(table_dir, instant: str, age_seconds: float) -> None:
+    path = table_dir / ".hoodie" / ".heartbeat" / instant
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(b"")
+    then = time.time() - age_seconds
+    os.utime(path, (then, then))
+
+
+def test_a_hudi_writer_with_a_fresh_heartbeat_is_not_rolled_back(hudi_table_copy):
+    """HoodieHeartbeatUtils.isHeartbeatExpired (now - file modification time > interval_in_ms x
+    tolerable.misses, 60 s x 2 by default): a writer with lazy cleaning
+    (BaseHoodieTableServiceClient.getInstantsToRollback) leaves an instant with a live heartbeat alone."""
+    table_dir = hudi_table_copy(FIXTURE)
+    pending = _hudi_left_deltacommit(table_dir)
+    _beat(table_dir, pending, age_seconds=30)
+    table = HudiTable.open(str(table_dir))
+
+    with pytest.raises(ConcurrentWriterError) as raised:
+        begin(table, table.schema(), "upsert")
+
+    message = str(raised.value)
+    assert "\n" not in message
+    assert f"deltacommit {pending} is inflight with a live heartbeat (.hoodie/.heartbeat/{pending})" in message
+    assert "its heartbeat expires in 90s" in message or "its heartbeat expires in 89s" in message
+    timeline = table.timeline()
+    assert timeline.get(pending).state is State.INFLIGHT and not timeline.completed(Action.ROLLBACK)
+
+
+def test_a_hudi_writer_whose_heartbeat_expired_is_rolled_back_and_its_heartbeat_deleted(hudi_table_copy):
+    """HoodieHeartbeatUtils.isHeartbeatExpired is true past interval x misses, so the instant is a failed
+    write to roll back; HoodieHeartbeatClient.stop / HeartbeatUtils.deleteHeartbeatFile remove the file."""
+    table_dir = hudi_table_copy(FIXTURE)
+    pending = _hudi_left_deltacommit(table_dir)
+    _beat(table_dir, pending, age_seconds=121)
+    table = HudiTable.open(str(table_dir))
+
+    txn = begin(table, table.schema(), "upsert")
+    try:
+        assert txn.rolled_back == (pending,)
+        assert table.timeline().get(pending) is None
+        assert not (table_dir / ".hoodie" / ".heartbeat" / pending).exists()
+    finally:
+        abort(txn)
+
+
+def test_our_instant_keeps_a_hudi_heartbeat_while_in_flight(hudi_table_copy):
+    """HoodieHeartbeatClient.start writes .hoodie/.heartbeat/<instant> (an empty file) before the instant
+    is requested and rewrites it every interval_in_ms; stop deletes it when the instant is done."""
+    table_dir = hudi_table_copy(FIXTURE)
+    table = HudiTable.open(str(table_dir))
+
+    txn = begin(table, table.schema(), "upsert", heartbeat_settings=HeartbeatSettings(interval_ms=1000))
+    beat = table_dir / ".hoodie" / ".heartbeat" / txn.instant_time
+    try:
+        assert beat.is_file() and beat.stat().st_size == 0
+        first = heartbeat.last_heartbeat_time(table.storage, txn.instant_time)
+        assert time.time() - first < 5
+        time.sleep(1.5)
+        assert heartbeat.last_heartbeat_time(table.storage, txn.instant_time) > first, "refreshed"
+    finally:
+        abort(txn)
+    assert not beat.exists(), "deleted once the instant is rolled back"
+
+
+def test_the_rollback_command_refuses_a_hudi_instant_with_a_live_heartbeat(hudi_table_copy, capsys):
+    """HoodieHeartbeatUtils.isHeartbeatExpired guards every rollback of another writer's instant, so
+    `ingest rollback` does not undo the files of a Hudi writer that is still running."""
+    from ingest.cli import main
+
+    table_dir = hudi_table_copy(FIXTURE)
+    pending = _hudi_left_deltacommit(table_dir)
+    _beat(table_dir, pending, age_seconds=0)
+
+    assert main(["rollback", str(table_dir), pending]) == 1
+    assert f"deltacommit {pending} is inflight with a live heartbeat" in capsys.readouterr().err
+    assert HudiTable.open(str(table_dir)).timeline().get(pending).state is State.INFLIGHT
