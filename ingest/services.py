@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ingest.errors import ConcurrentWriterError, IngestError, TimelineError
-from ingest.hudi import archiver, avro_models, cleaner, compaction
+from ingest.hudi import archiver, avro_models, cleaner, compaction, metadata_table
 from ingest.hudi.heartbeat import HeartbeatSettings
 from ingest.hudi.instant import Action, Instant, State, check_instant_time
 from ingest.hudi.service_settings import ServiceSettings
@@ -133,7 +133,10 @@ Target = HudiTable | str  # an open table, or the path or URL of one (the CLI an
 
 
 def _table(target: Target, storage_options: Mapping[str, Any] | None) -> HudiTable:
-    return target if isinstance(target, HudiTable) else open_table(target, storage_options)
+    """The table a service writes to; a metadata table would go stale, so it goes first."""
+    table = target if isinstance(target, HudiTable) else open_table(target, storage_options)
+    metadata_table.remove(table)
+    return table
 
 
 def _lease(table: HudiTable, expiry_seconds: float) -> WriterLock:

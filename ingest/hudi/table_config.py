@@ -115,6 +115,7 @@ class TableConfigKey(Enum):
     POPULATE_META_FIELDS = ConfigKey("hoodie.populate.meta.fields", "true", _bool)
     TIMELINE_TIMEZONE = ConfigKey("hoodie.table.timeline.timezone", "LOCAL")
     METADATA_PARTITIONS = ConfigKey("hoodie.table.metadata.partitions", "", _list)
+    METADATA_PARTITIONS_INFLIGHT = ConfigKey("hoodie.table.metadata.partitions.inflight", "", _list)
     CHECKSUM = ConfigKey("hoodie.table.checksum", None, int)
 
     @property
@@ -313,6 +314,8 @@ class TableConfig:
             TableConfigKey.DROP_PARTITION_COLUMNS.key: "false",
             TableConfigKey.RECORD_MERGER_STRATEGY.key: DEFAULT_MERGER_STRATEGY,
             TableConfigKey.TIMELINE_TIMEZONE.key: UTC,  # explicit: Hudi reads an absent zone as LOCAL
+            # No metadata table, as a Hudi writer with hoodie.metadata.enable=false leaves the key.
+            TableConfigKey.METADATA_PARTITIONS.key: "",
         }
         base.update({k: v for k, v in settings.items() if v is not None})
         if TableConfigKey.PAYLOAD_CLASS.key not in base:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from ingest import __version__
 from ingest.errors import ConcurrentWriterError
-from ingest.hudi import heartbeat, markers, partition_metadata, rollback
+from ingest.hudi import heartbeat, markers, metadata_table, partition_metadata, rollback
 from ingest.hudi import schema as avro
 from ingest.hudi.commit_metadata import CommitMetadata, WriteStat, decode_metadata
 from ingest.hudi.file_system_view import FileSystemView
@@ -156,6 +156,7 @@ def begin(
     heartbeat_settings: HeartbeatSettings | None = None,
 ) -> Transaction | None:
     """Start a commit; None when `batch` was already committed (a replay after a restart)."""
+    metadata_table.remove(table)  # it would go stale: Hudi's readers would miss what we write
     timeline = table.timeline()
     if batch is not None:
         done = committed_batch(table, timeline, batch.checkpoint_id)
