@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ingest.commands.render import json_line, text_table
+from ingest.commands.render import json_line, plain_rows, table_text
 from ingest.hudi.snapshot import read_incremental, read_snapshot
 from ingest.hudi.table import HudiTable
 
@@ -35,10 +35,9 @@ def run(args: argparse.Namespace) -> int:
         rows = rows.slice(0, args.limit)
     out = sys.stdout
     if args.format == "table":
-        records = rows.to_pylist()
-        text_table(out, rows.column_names, ([r[c] for c in rows.column_names] for r in records))
+        table_text(out, rows)
         out.write(f"({rows.num_rows} rows)\n")
     else:
-        for record in rows.to_pylist():
+        for record in plain_rows(rows):
             out.write(json_line(record) + "\n")
     return 0
