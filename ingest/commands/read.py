@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ingest.commands.args import add_path
 from ingest.commands.render import json_line, plain_rows, table_text
 from ingest.hudi.snapshot import read_incremental, read_snapshot
 from ingest.hudi.table import HudiTable
@@ -15,7 +16,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "read", help="print a table's rows",
         description="Print the rows of a Hudi table (meta fields included), as of now or of an instant.",
     )
-    parser.add_argument("path", metavar="PATH", help="table base path: a local path or an fsspec URL")
+    add_path(parser)
     parser.add_argument("--as-of", metavar="INSTANT", help="read the table as of this completed instant time")
     parser.add_argument("--since", metavar="INSTANT",
                         help="incremental read: only rows written by commits after this instant (up to --as-of)")
