@@ -4,7 +4,8 @@ This is the handle that readers, writers, table services and CLI commands open. 
 file listing of its own: `timeline()` and `view()` take fresh snapshots, so every caller decides
 explicitly which snapshot its decisions are made against.
 
-Tables of version 6 and 8 open for reading; only version 6 opens for writing (`open_or_create`).
+Tables of version 6, 8 and 9, Merge-On-Read or Copy-On-Write, open for reading (`open`); only version-6
+Merge-On-Read tables open for writing (`open_or_create`).
 """
 
 from __future__ import annotations
