@@ -15,6 +15,7 @@ from conftest import FIXTURES
 from ingest.cli import main
 from ingest.commands.render import json_line, plain_rows
 from ingest.errors import UnsupportedTable
+from ingest.hudi.instant import Action
 from ingest.hudi.snapshot import read_snapshot
 from ingest.hudi.table import HudiTable
 from ingest.write.batch import LocalWriter
@@ -62,12 +63,15 @@ def hudi_rs_table(path: Path):
     return hudi.HudiTableBuilder.from_base_uri(str(path)).build()
 
 
-def assert_read_equals_hudi_rs(capsys, path: Path) -> list[dict]:
-    """`ingest read PATH` row for row as hudi-rs reads the table (both in the same rendering)."""
-    assert main(["read", str(path)]) == 0
+def assert_read_equals_hudi_rs(capsys, path: Path, as_of: str | None = None) -> list[dict]:
+    """`ingest read PATH [--as-of T]` row for row as hudi-rs reads the table (in the same rendering)."""
+    assert main(["read", str(path), *(["--as-of", as_of] if as_of else [])]) == 0
     ours = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    theirs = [json.loads(json_line(r)) for r in plain_rows(pa.Table.from_batches(hudi_rs_table(path).read()))]
-    assert ours, "the fixture tables are not empty"
+    options = hudi.HudiReadOptions()
+    if as_of:
+        options = options.with_as_of_timestamp(as_of)
+    theirs = [json.loads(json_line(r)) for r in plain_rows(pa.Table.from_batches(hudi_rs_table(path).read(options)))]
+    assert ours, "the fixture tables are not empty at any instant"
 
     def key(row: dict) -> str:
         return json.dumps(row, sort_keys=True)
@@ -97,6 +101,21 @@ def test_read_and_inspect_a_version_9_table(tmp_path, capsys, name):
     assert len(rows) == 12
     slices = inspect_slices(capsys, path)
     assert slices == {s.file_id: s.base_file_name for s in hudi_rs_table(path).get_file_slices()}
+
+
+@pytest.mark.parametrize("name", V9)
+def test_read_a_version_9_table_as_of_every_instant(tmp_path, capsys, name):
+    """As of an instant, a file group is hidden only by a replacecommit at or before it: the fixtures'
+    insert overwrite and clustering retire groups that earlier instants still read
+    (`AbstractTableFileSystemView.getLatestBaseFilesBeforeOrOn` filters
+    `!isFileGroupReplacedBeforeOrOn(fileGroupId, maxCommitTime)`)."""
+    path = unzip("tables-v9", name, tmp_path)
+    timeline = HudiTable.open(str(path)).timeline()
+    replaces = [i.timestamp for i in timeline.completed(Action.REPLACE_COMMIT, Action.CLUSTERING)]
+    times = sorted({i.timestamp for i in timeline.completed()} | {i.completion_time for i in timeline.completed()})
+    assert replaces and times[0] < replaces[0]
+    for as_of in times:
+        assert_read_equals_hudi_rs(capsys, path, as_of)
 
 
 def test_read_and_inspect_a_copy_on_write_table(tmp_path, capsys):
