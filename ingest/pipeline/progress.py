@@ -131,7 +131,6 @@ class PhaseReporter:
         self.label, self.log, self.probe = label, logger, probe
         self.interval = PHASE_INTERVAL if interval is None else interval
         self.last_line = float("-inf")
-        self.lines = 0
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
@@ -154,8 +153,11 @@ class PhaseReporter:
             if now - p.started < self.interval or now - self.last_line < self.interval:
                 return
             self.last_line = now
-            self.lines += 1
-        engine = self.probe() if self.probe is not None else None
+        try:
+            engine = self.probe() if self.probe is not None else None
+        except Exception as e:  # noqa: BLE001 - a progress line must never fail the write it reports
+            engine = None
+            self.log.debug("progress probe failed: %s", e)
         extra = f", {engine}" if engine else ""
         self.log.info("%s: %s%s (running for %.0fs)", self.label, p.text(), extra, now - p.started)
 
