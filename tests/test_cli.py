@@ -96,7 +96,9 @@ def test_pipeline_commands_take_the_file_positionally_or_as_config(capsys):
                                                   ("validate-config", "hudi.hoodie."), ("compact", "hudi.hoodie."),
                                                   ("clean", "hudi.hoodie."), ("archive", "hudi.hoodie.")])
 def test_each_help_shows_a_set_example_of_its_own(capsys, monkeypatch, command, section):
-    """The `--set` example of each command is a key it takes (a backfill reads files, not Kafka)."""
+    """The `--set` example of each command is a key it takes (a backfill reads files, not Kafka). No Hudi
+    rule: the table services' examples are Hudi keys (`HoodieCleanConfig`, `HoodieArchivalConfig`,
+    `HoodieCompactionConfig`), the pipelines' are ingest's own sections."""
     monkeypatch.setenv("COLUMNS", "400")  # no line breaks inside the example
     with pytest.raises(SystemExit):
         main([command, "--help"])

@@ -95,7 +95,8 @@ def inspect_slices(capsys, path: Path) -> dict[str, str | None]:
 
 @pytest.mark.parametrize("name", fixture_table_names() or ["(fixtures absent)"])
 def test_read_of_every_fixture_table_equals_hudi_rs(fixture_tables, capsys, name):
-    """Versions 6 and 8 (`tables/`), each value in one rendering on both sides."""
+    """Versions 6 and 8 (`tables/`): the latest file slices (`AbstractTableFileSystemView.getLatestFileSlices`)
+    merged as hudi-rs merges them, each value in one rendering on both sides."""
     assert_read_equals_hudi_rs(capsys, fixture_tables[name])
 
 
