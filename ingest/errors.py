@@ -63,3 +63,7 @@ class BadRecordError(IngestError):
 
 class ConcurrentWriterError(IngestError):
     """Another writer holds the table's writer lock."""
+
+
+class InvalidInstant(IngestError):
+    """An instant time given by a user is not in a format Hudi accepts, or names no usable point of the timeline."""

@@ -31,7 +31,7 @@ from typing import Any
 
 from ingest.errors import ConcurrentWriterError, IngestError, TimelineError
 from ingest.hudi import archiver, avro_models, cleaner, compaction, rollback
-from ingest.hudi.instant import Action, Instant, State
+from ingest.hudi.instant import Action, Instant, State, check_instant_time
 from ingest.hudi.service_settings import ServiceSettings
 from ingest.hudi.table import HudiTable
 from ingest.hudi.timeline import read_instant
@@ -158,7 +158,7 @@ def compact(
     schedules its own compactions (`hoodie.compact.schedule.inline`), which this then executes."""
     table = _table(target, storage_options)
     if instant is not None:
-        compaction.execute(table, instant, runner=runner)
+        compaction.execute(table, check_instant_time(instant), runner=runner)
         return CompactionRun(executed=(instant,))
     scheduled, note = None, None
     if schedule:
@@ -191,6 +191,7 @@ def archive(target: Target, settings: ServiceSettings, *, lease_expiry_seconds: 
 def rollback_instant(target: Target, instant_time: str, *, lease_expiry_seconds: float = 60.0,
                      storage_options: Mapping[str, Any] | None = None) -> Instant:
     """Roll back a pending write (or finish an interrupted rollback); refuse anything else."""
+    check_instant_time(instant_time)
     table = _table(target, storage_options)
     with _lease(table, lease_expiry_seconds):
         timeline = table.timeline()

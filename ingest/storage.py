@@ -22,6 +22,7 @@ import posixpath
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timezone
 from typing import IO, Any
 
 import fsspec
@@ -128,6 +129,11 @@ class Storage:
 
     def size(self, rel: str) -> int:
         return int(self.fs.size(self.full_path(rel)))
+
+    def modified(self, rel: str) -> float:
+        """A file's modification time in epoch seconds (Hudi 0.x reads completion times from it)."""
+        moment = self.fs.modified(self.full_path(rel))
+        return moment.timestamp() if moment.tzinfo else moment.replace(tzinfo=timezone.utc).timestamp()
 
     def list(self, rel: str = "") -> list[FileInfo]:
         """Direct children of a folder; an absent folder lists as empty."""

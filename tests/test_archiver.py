@@ -104,11 +104,28 @@ def test_archive_file_is_hudis_log_of_archived_meta_entries(tmp_path):
     assert requested["hoodieCommitMetadata"]["operationType"] == "UNKNOWN"
     plan = next(e for e in entries if e["actionType"] == "compaction" and e["actionState"] == "REQUESTED")
     assert plan["hoodieCompactionPlan"]["operations"]
-    assert next(e for e in entries if e["actionType"] == "compaction" and e["actionState"] == "INFLIGHT")[
-        "hoodieCompactionPlan"] is None
+    inflight = next(e for e in entries if e["actionType"] == "compaction" and e["actionState"] == "INFLIGHT"
+                    and e["commitTime"] == plan["commitTime"])
+    assert inflight["hoodieCompactionPlan"] == plan["hoodieCompactionPlan"]
     done = next(e for e in entries if e["actionType"] == "commit")
     assert done["hoodieCommitMetadata"]["compacted"] is True
     assert done["hoodieCommitMetadata"]["operationType"] == "COMPACT"
+
+
+def test_inflight_compaction_entry_carries_the_plan(tmp_path):
+    """Hudi 0.14/0.15 `MetadataConversionUtils.createMetaWrapper`, COMPACTION_ACTION: the entry gets
+    `CompactionUtils.getCompactionPlan(metaClient, hoodieInstant.getTimestamp())` whatever the state,
+    so the INFLIGHT entry (whose own file is empty) carries the plan read from the requested file."""
+    w = ModelWriter(tmp_path / "t")
+    write_with_compactions(w, 2, every=100)
+    ts = compaction.schedule(w.table, small().compaction, force=True)
+    compaction.execute(w.table, ts)
+    storage = w.table.storage
+    requested = archiver.archived_entry(storage, f"{ts}.compaction.requested")
+    inflight = archiver.archived_entry(storage, f"{ts}.compaction.inflight")
+    assert requested["hoodieCompactionPlan"]["operations"]
+    assert inflight["actionState"] == "INFLIGHT"
+    assert inflight["hoodieCompactionPlan"] == requested["hoodieCompactionPlan"]
 
 
 def test_entries_read_with_hudis_schema(tmp_path):

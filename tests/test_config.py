@@ -389,12 +389,12 @@ def test_unused_hudi_keys_are_kept_and_warned_about(tmp_path):
     config = base(tmp_path)
     config["hudi"]["hoodie.upsert.shuffle.parallelism"] = 200
     path = write(tmp_path, config)
-    loaded = load_config(path, ["hudi.hoodie.datasource.hive_sync.enable=true"])
+    loaded = load_config(path, ["hudi.hoodie.bulkinsert.shuffle.parallelism=4"])
     assert loaded.hudi["hoodie.upsert.shuffle.parallelism"] == "200"
-    assert loaded.write.hudi["hoodie.datasource.hive_sync.enable"] == "true"
+    assert loaded.write.hudi["hoodie.bulkinsert.shuffle.parallelism"] == "4"
     assert loaded.warnings == (
         f"{path}: hudi.hoodie.upsert.shuffle.parallelism: not used by ingest; kept with the Hudi settings",
-        "--set: hudi.hoodie.datasource.hive_sync.enable: not used by ingest; kept with the Hudi settings",
+        "--set: hudi.hoodie.bulkinsert.shuffle.parallelism: not used by ingest; kept with the Hudi settings",
     )
 
 

@@ -323,7 +323,7 @@ def test_complex_keys_use_placeholders_and_fail_only_when_all_parts_are_missing(
 def test_single_field_complex_keys_follow_the_encode_setting():
     batch = pa.RecordBatch.from_pydict({"id": [7], "a": ["x"], "b": ["y"]})
     assert compute_keys(batch, spec(rk="id", pp="a,b")).record_keys.to_pylist() == ["id:7"]
-    legacy = spec(rk="id", pp="a,b", **{"hoodie.write.complex.keygen.encode.single.record.key.field.name": "false"})
+    legacy = spec(rk="id", pp="a,b", **{"hoodie.write.complex.keygen.new.encoding": "true"})
     assert compute_keys(batch, legacy).record_keys.to_pylist() == ["7"]
     # Non-partitioned keys with several fields are complex keys (the Avro path's placeholders).
     both = compute_keys(pa.RecordBatch.from_pydict({"a": ["1"], "b": [None]}), spec(rk="a,b"))

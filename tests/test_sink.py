@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import hudi_invariants
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -69,6 +70,7 @@ def test_micro_batches_match_the_model(spark, tmp_path_factory, index, insert_mo
     assert our_rows(read_snapshot(table)) == expected_rows(model)
     assert len(table.timeline().completed(Action.DELTA_COMMIT)) == len(batches)
     check_hudi_rs(str(path), table)
+    assert hudi_invariants.check(path, bucket_index=index == "bucket")["schemas"] > 0
 
 
 def _writing_tasks(snapshot: pa.Table) -> dict[str, set[int]]:
@@ -309,21 +311,27 @@ def test_separate_executor_processes_write_the_same_table(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("crash_at", ["after_data_write", "mid_commit", "after_commit"])
-def test_writer_killed_during_a_batch_loses_and_duplicates_nothing(tmp_path, crash_at):
+@pytest.mark.parametrize(("crash_at", "index"), [("after_data_write", "bucket"), ("mid_commit", "bucket"),
+                                                 ("after_commit", "bucket"), ("after_data_write", "key")])
+def test_writer_killed_during_a_batch_loses_and_duplicates_nothing(tmp_path, crash_at, index):
     source, checkpoint, table = tmp_path / "source", tmp_path / "ckpt", tmp_path / "table"
     write_source(source, BATCHES)
-    crashed = run_stream(source, checkpoint, table, crash_at=crash_at)
+    mode = ("--index", index, "--insert-mode", "log" if index == "bucket" else "base")
+    crashed = run_stream(source, checkpoint, table, *mode, crash_at=crash_at)
     assert crashed.returncode == CRASH_EXIT_CODE, crashed.stderr[-3000:]
+    # A Hudi writer or hudi-cli may be the next process to open the table, and roll our instant back.
+    hudi_invariants.check(table, bucket_index=index == "bucket")
     timeline = HudiTable.open(str(table)).timeline()
     if crash_at == "after_commit":
         assert not timeline.pending()
     else:
         assert timeline.pending(Action.DELTA_COMMIT), "the killed writer left its instant pending"
-    resumed = run_stream(source, checkpoint, table)
+    resumed = run_stream(source, checkpoint, table, *mode)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
 
     assert table_rows(table) == expected_after(BATCHES)
+    checked = hudi_invariants.check(table, bucket_index=index == "bucket")
+    assert checked["schemas"] and (crash_at == "after_commit" or checked["rollbacks"]), checked
     timeline = HudiTable.open(str(table)).timeline()
     assert not timeline.pending()
     assert len(timeline.completed(Action.DELTA_COMMIT)) == len(BATCHES), "each batch committed exactly once"

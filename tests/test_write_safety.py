@@ -256,6 +256,34 @@ def test_fsync_storage_option_flushes_every_table_file_before_it_is_published(ta
     assert synced == [], "without the option nothing is flushed"
 
 
+def _stat(table: HudiTable, timestamp: str):
+    instant = next(i for i in table.timeline().completed(Action.DELTA_COMMIT) if i.timestamp == timestamp)
+    [stat] = table.commit_metadata(instant).all_write_stats()
+    return stat
+
+
+def test_delta_write_stats_list_the_slices_log_files_and_the_whole_file_size(table_dir):
+    """`HoodieAppendHandle.init` seeds `logFiles` with the latest slice's `FileSlice.getLogFiles()`
+    (a TreeSet on `HoodieLogFile.getReverseLogFileComparator`: newest first) and `updateWriteStat`
+    adds the file written when it is not among them; `close()` then sets `fileSizeInBytes` to the
+    log file's size on storage ("update final size, once for all log files"), while
+    `totalWriteBytes` is the `AppendResult.size()` of this commit's blocks."""
+    writer = LocalWriter(dataclasses.replace(opts(table_dir), log_file_max_bytes=1))
+    instants = [writer.write(rows(("k", "p", i, f"v{i}"))).instant for i in range(3)]
+    table = HudiTable.open(str(table_dir))
+    stats = [_stat(table, i) for i in instants]
+    names = [Path(s.path).name for s in stats]
+    assert [int(n.split(".log.")[1].split("_")[0]) for n in names] == [1, 2, 3], names
+    assert [list(s.log_files) for s in stats] == [[names[0]], [names[0], names[1]], [names[1], names[0], names[2]]]
+    for s in stats:
+        assert s.file_size_in_bytes == os.path.getsize(Path(table_dir) / s.path) == s.total_write_bytes
+
+    appended = LocalWriter(opts(table_dir)).write(rows(("k", "p", 9, "v9"))).instant
+    stat = _stat(table, appended)
+    assert list(stat.log_files) == [names[2], names[1], names[0]]
+    assert stat.file_size_in_bytes == os.path.getsize(Path(table_dir) / stat.path) > stat.total_write_bytes
+
+
 def test_conf_backfill_does_not_promise_running_alongside_the_stream(table_dir):
     """One writer at a time, as Hudi's default `WriteConcurrencyMode.SINGLE_WRITER` ("Only one active
     writer to the table"): a backfill with its own checkpoint identifier is refused while the stream

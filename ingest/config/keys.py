@@ -189,9 +189,14 @@ KEYS: tuple[Key, ...] = (
     Key("hudi.hoodie.datasource.write.keygenerator.consistent.logical.timestamp.enabled", Type.BOOLEAN,
         "Render timestamp key and partition values as `yyyy-MM-dd HH:mm:ss.S` rather than epoch numbers "
         "(set it for tables keyed or partitioned by a timestamp).", default=False),
-    Key("hudi.hoodie.write.complex.keygen.encode.single.record.key.field.name", Type.BOOLEAN, "COMPLEX key "
-        "generator with one key field: keys `field:value` (true) or the bare value (false, as Hudi 0.14.1 and "
-        "0.15.0 wrote them).", default=True),
+    Key("hudi.hoodie.write.complex.keygen.new.encoding", Type.BOOLEAN, "COMPLEX key generator with one key "
+        "field: keys `field:value` (false, as Hudi 0.14.0, 0.14.2+, 0.15.1+ and 1.x write them) or the bare "
+        "value (true, as Hudi 0.14.1 and 0.15.0 wrote them). Recorded in hoodie.properties; an existing "
+        "table that records none (written by Hudi or an older ingest) must be given it.",
+        default_doc="the table's recorded value; false for a new table"),
+    Key("hudi.hoodie.write.complex.keygen.encode.single.record.key.field.name", Type.REFUSED, "The name "
+        "ingest used before; Hudi 0.14.2/0.15.1 name the setting as above, with the opposite meaning.", reason="use hoodie.write.complex.keygen.new.encoding (true for the "
+        "bare value)"),
     _timebased("timestamp.type", "TIMESTAMP key generator: how the field is read (UNIX_TIMESTAMP, DATE_STRING, "
                "MIXED, EPOCHMILLISECONDS, EPOCHMICROSECONDS, SCALAR)."),
     _timebased("timestamp.scalar.time.unit", "TIMESTAMP key generator, SCALAR type: the unit of the numbers."),
@@ -233,6 +238,10 @@ KEYS: tuple[Key, ...] = (
         choices=("SIMPLE",), reason="consistent hashing buckets are not supported"),
     Key("hudi.hoodie.logfile.max.size", Type.INTEGER, "Bytes after which a log file is closed and the next "
         "one started.", default=1024**3, minimum=1),
+    Key("hudi.hoodie.logfile.data.block.max.size", Type.INTEGER, "Bytes of records after which a log data "
+        "block is closed and the next one started in the same log file (`HoodieAppendHandle`), so a large "
+        "commit never needs one block beyond what Hudi reads.", default=256 * 1024**2, minimum=1,
+        maximum=2**31 - 1),
     Key("hudi.hoodie.parquet.compression.codec", Type.CHOICE, "Base file compression. Hudi defaults to gzip; "
         "snappy writes several times faster and every Hudi reader reads it.", default="snappy",
         choices=("snappy", "gzip", "zstd", "uncompressed")),
@@ -249,6 +258,73 @@ KEYS: tuple[Key, ...] = (
         choices=("PARQUET",), reason="ingest writes parquet base files"),
     Key("hudi.hoodie.index.class", Type.REFUSED, "A custom Java index class.",
         reason="Java index classes cannot run here; set hoodie.index.type"),
+    # -- hudi: catalog sync (HoodieSyncConfig, HiveSyncConfigHolder, AWS Glue sync) --
+    Key("hudi.hoodie.datasource.meta.sync.enable", Type.BOOLEAN, "Register the table and its partitions in a "
+        "catalog after every commit (see *Catalog sync* above).", default=False),
+    Key("hudi.hoodie.datasource.hive_sync.enable", Type.BOOLEAN, "The same, under Hive sync's older key.",
+        default=False),
+    Key("hudi.hoodie.meta.sync.client.tool.class", Type.STRING, "Which catalogs, comma-separated: "
+        "`org.apache.hudi.hive.HiveSyncTool` (a Hive Metastore) and/or "
+        "`org.apache.hudi.aws.sync.AwsGlueCatalogSyncTool` (AWS Glue).", default="org.apache.hudi.hive.HiveSyncTool"),
+    Key("hudi.hoodie.datasource.hive_sync.mode", Type.CHOICE, "How Hive sync talks to Hive: ingest uses the "
+        "metastore's Thrift API.", default="hms", choices=("hms",),
+        reason="ingest syncs through the metastore's Thrift API (hms); jdbc and hiveql need HiveServer2"),
+    Key("hudi.hoodie.datasource.hive_sync.use_jdbc", Type.CHOICE, "Hive sync through HiveServer2's JDBC.",
+        default="false", choices=("false",), reason="set hoodie.datasource.hive_sync.mode: hms"),
+    Key("hudi.hoodie.datasource.hive_sync.metastore.uris", Type.STRING, "The Hive Metastore's Thrift URIs, "
+        "comma-separated.", default="thrift://localhost:9083"),
+    Key("hudi.hoodie.datasource.hive_sync.database", Type.STRING, "Catalog database (created when missing, "
+        "unless `auto_create_database` is false).", default_doc="`table.database`"),
+    Key("hudi.hoodie.datasource.hive_sync.table", Type.STRING, "Catalog table name; a Merge-On-Read table is "
+        "registered as `<name>_ro` and `<name>_rt`.", default_doc="`table.name`"),
+    Key("hudi.hoodie.datasource.hive_sync.partition_fields", Type.STRING, "The catalog's partition columns, "
+        "comma-separated.", default_doc="the partition path fields"),
+    Key("hudi.hoodie.datasource.hive_sync.partition_extractor_class", Type.CHOICE, "How a partition path "
+        "becomes partition values.", default_doc="NonPartitionedExtractor without partition fields; "
+        "HiveStylePartitionValueExtractor for one hive-style field, SinglePartPartitionValueExtractor for one "
+        "other; MultiPartKeysValueExtractor for several",
+        choices=tuple(f"org.apache.hudi.hive.{c}" for c in (
+            "MultiPartKeysValueExtractor", "HiveStylePartitionValueExtractor", "SinglePartPartitionValueExtractor",
+            "NonPartitionedExtractor", "SlashEncodedDayPartitionValueExtractor")),
+        reason="the extractors ingest knows are Hudi's built-in ones"),
+    Key("hudi.hoodie.datasource.hive_sync.skip_ro_suffix", Type.BOOLEAN, "Register the read-optimized table "
+        "as `<name>` instead of `<name>_ro`.", default=False),
+    Key("hudi.hoodie.datasource.hive_sync.sync_as_datasource", Type.BOOLEAN, "Add the Spark data source "
+        "properties (provider, schema) so Spark reads the tables as Hudi tables.", default=True),
+    Key("hudi.hoodie.datasource.hive_sync.support_timestamp", Type.BOOLEAN, "Register timestamp columns as "
+        "`timestamp` instead of `bigint`.", default=False),
+    Key("hudi.hoodie.datasource.hive_sync.create_managed_table", Type.BOOLEAN, "Leave out `EXTERNAL=TRUE`.",
+        default=False),
+    Key("hudi.hoodie.datasource.hive_sync.omit_metadata_fields", Type.BOOLEAN, "Leave the `_hoodie_*` "
+        "columns out of the catalog.", default=False),
+    Key("hudi.hoodie.datasource.hive_sync.batch_num", Type.INTEGER, "Partitions per metastore call.",
+        default=1000, minimum=1),
+    Key("hudi.hoodie.datasource.hive_sync.auto_create_database", Type.BOOLEAN, "Create the database when it "
+        "is missing.", default=True),
+    Key("hudi.hoodie.datasource.hive_sync.schema_string_length_thresh", Type.INTEGER, "Characters per "
+        "`spark.sql.sources.schema.part.N` table property.", default=4000, minimum=1),
+    Key("hudi.hoodie.datasource.hive_sync.table_properties", Type.STRING, "Extra table parameters, "
+        "`key=value` one per line."),
+    Key("hudi.hoodie.datasource.hive_sync.serde_properties", Type.STRING, "Extra serde parameters, "
+        "`key=value` one per line."),
+    Key("hudi.hoodie.aws.glue.region", Type.STRING, "AWS Glue: the region.", default_doc="boto3's default"),
+    Key("hudi.hoodie.aws.glue.endpoint", Type.STRING, "AWS Glue: an endpoint URL other than AWS's."),
+    Key("hudi.hoodie.aws.access.key", Type.STRING, "AWS Glue: access key id.", default_doc="boto3's chain"),
+    Key("hudi.hoodie.aws.secret.key", Type.STRING, "AWS Glue: secret access key.", default_doc="boto3's chain"),
+    Key("hudi.hoodie.aws.session.token", Type.STRING, "AWS Glue: session token."),
+    Key("hudi.hoodie.datasource.meta.sync.glue.catalogId", Type.STRING, "AWS Glue: the catalog (account) id.",
+        default_doc="the caller's account"),
+    # -- hudi: metrics (HoodieMetricsConfig, HoodieMetricsPrometheusConfig) --
+    Key("hudi.hoodie.metrics.on", Type.BOOLEAN, "Report per-commit metrics under Hudi's `HoodieMetrics` names "
+        "(see *Metrics* above).", default=False),
+    Key("hudi.hoodie.metrics.reporter.type", Type.CHOICE, "Where metrics go: an HTTP endpoint on the driver "
+        "for Prometheus to scrape, or one log line per commit. Hudi's default, GRAPHITE, and its other "
+        "reporters are Java-only.", default="PROMETHEUS", choices=("PROMETHEUS", "CONSOLE"),
+        reason="ingest reports to PROMETHEUS (an endpoint on the driver) or CONSOLE"),
+    Key("hudi.hoodie.metrics.prometheus.port", Type.INTEGER, "PROMETHEUS: the driver's port for `/metrics` "
+        "(0 picks a free one, logged at start).", default=9090, minimum=0, maximum=65535),
+    Key("hudi.hoodie.metrics.reporter.metricsname.prefix", Type.STRING, "Prefix of every metric name; dots "
+        "become underscores.", default_doc="the table name, as Hudi infers it"),
     # -- hudi: table services (read by ingest.hudi.service_settings, with Hudi 0.14/0.15's defaults) --
     Key("hudi.hoodie.compact.inline", Type.BOOLEAN, "Schedule and run compaction in the writing job after "
         "commits. Merge-On-Read tables need compaction: turn this on, or compact with a separate job.",
@@ -356,6 +432,14 @@ KEYS: tuple[Key, ...] = (
     Key("source.key_format", Type.CHOICE, "How the Kafka key is read: the text of the single key field, or a "
         "JSON object of the key fields.", choices=("string", "json"),
         default_doc="string for one key field, json for several"),
+    Key("source.sanitize_field_names", Type.BOOLEAN, "Rename columns and nested fields whose names Avro refuses "
+        "(`order-id`, `1x`) as HoodieStreamer does: each bad character becomes `invalid_char_mask`. Off: such "
+        "names fail the job before it starts (Hudi's Java readers could not parse the table's schema).",
+        default=False, aliases=_streamer("source.sanitize.invalid.schema.field.names")),
+    Key("source.invalid_char_mask", Type.STRING, "What replaces each character Avro refuses in a name, with "
+        "`sanitize_field_names`.", default="__", pattern=r"[A-Za-z0-9_]+",
+        reason="letters, digits and _ (the mask becomes part of Avro names)",
+        aliases=_streamer("source.sanitize.invalid.char.mask")),
     # -- write ------------------------------------------------------------------------------------
     Key("write.insert_mode", Type.CHOICE, "New records go to log files (`log`: cheap, compaction makes base "
         "files later) or straight to base files (`base`: readers that skip logs see them).", default="log",
@@ -368,6 +452,8 @@ KEYS: tuple[Key, ...] = (
         "persisted record key index.", default=8, minimum=1),
     Key("write.jvm_timezone", Type.STRING, "Default time zone of the JVMs of Hudi writers sharing the table; "
         "Hudi falls back to it when formatting timestamps without a zone.", default="UTC"),
+    Key("write.sync_failures_allowed", Type.INTEGER, "Catalog sync: consecutive failed syncs the job "
+        "tolerates (each is retried after the next commit); one more fails the job.", default=3, minimum=0),
     Key("write.lock_expiry_seconds", Type.NUMBER, "The writer's lease on the table expires this long after its "
         "last renewal (another writer may then take over).", default=60.0, minimum=1),
     # -- stream -----------------------------------------------------------------------------------
@@ -741,6 +827,29 @@ a Merge-On-Read table can afford only if another job compacts it. As Hudi requir
 `hoodie.keep.max.commits` must exceed `hoodie.keep.min.commits`, which with KEEP_LATEST_COMMITS
 must exceed `hoodie.cleaner.commits.retained`, and `hoodie.compact.inline` and
 `hoodie.compact.schedule.inline` cannot both be true.
+
+### Metrics
+
+With `hoodie.metrics.on: true`, the stream and the backfill report every commit as Hudi's writers
+do (`HoodieMetrics.updateCommitMetrics`): gauges named `<prefix>.deltacommit.<metric>`, the prefix
+being `hoodie.metrics.reporter.metricsname.prefix` or else the table name, dots replaced by `_`.
+With `hoodie.metrics.reporter.type: PROMETHEUS` the driver serves them at
+`http://<driver>:<hoodie.metrics.prometheus.port>/metrics` with Prometheus's name rules (every `.`
+becomes `_`, as Hudi's `DropwizardExports` does): for a table `orders`,
+
+| metric | what it is (per commit, Hudi's definition) |
+| --- | --- |
+| `orders_deltacommit_totalRecordsWritten` | records written (`numWrites` summed over the write stats) |
+| `orders_deltacommit_totalInsertRecordsWritten`, `..._totalUpdateRecordsWritten`, `..._totalRecordsDeleted` | inserts, updates, deletes |
+| `orders_deltacommit_totalFilesInsert`, `..._totalFilesUpdate`, `..._totalPartitionsWritten` | new files, appended files, partitions |
+| `orders_deltacommit_totalBytesWritten` | bytes written |
+| `orders_deltacommit_duration`, `orders_deltacommit_commitTime` | the batch's milliseconds; the instant time in epoch milliseconds |
+| `orders_deltacommit_commitLatencyInMs`, `..._commitFreshnessInMs` | only when write stats carry event times, as in Hudi |
+| `orders_ingest_quarantinedRecords`, `orders_ingest_staleRecords`, `orders_ingest_missingDeletes` | ingest's own: records set aside, stale versions dropped, deletes of unknown keys |
+| `orders_ingest_commits_total` | commits reported since the job started (a counter) |
+| `orders_ingest_kafkaLag{topic,partition}` | messages behind each Kafka partition after the last batch |
+
+`CONSOLE` logs the same figures in one line per commit (`metrics: orders.deltacommit.totalRecordsWritten=...`).
 """
 
 

@@ -27,13 +27,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
+import pyarrow as pa
 import yaml
 
+from ingest.catalog.settings import TOOLS, SyncSettings, tool_classes
+from ingest.catalog.settings import Key as SYNC_KEYS
 from ingest.config import keys as K
 from ingest.config.keys import HUDI, Key, Secret, Type
 from ingest.config.pipeline import (
     FileInput,
     KafkaInput,
+    MetricsSettings,
     OnError,
     PipelineConfig,
     QuarantineSettings,
@@ -44,7 +48,8 @@ from ingest.config.pipeline import (
     TableSettings,
     Trigger,
 )
-from ingest.errors import ConfigError, UnsupportedTable
+from ingest.errors import ConfigError, SchemaEvolutionError, UnsupportedTable
+from ingest.hudi.avro_names import check_names, sanitized_schema
 from ingest.hudi.bucket_index import hash_fields_from_config
 from ingest.hudi.table_config import PROPERTIES_PATH, TableConfig
 from ingest.kafka.decode import DecoderSpec, decoder_spec
@@ -464,6 +469,13 @@ class _Resolver:
         quarantine = QuarantineSettings(self.get("quarantine.path"))
         stream = self.stream(source, quarantine, table)
         services = self.services()
+        metrics = MetricsSettings(
+            on=self.get("hudi.hoodie.metrics.on"),
+            reporter_type=self.get("hudi.hoodie.metrics.reporter.type"),
+            prometheus_port=self.get("hudi.hoodie.metrics.prometheus.port"),
+            prefix=self.get("hudi.hoodie.metrics.reporter.metricsname.prefix"),
+        )
+        catalog = self.catalog(hudi)
         spark = SparkSettings(
             app_name=self.get("spark.app_name") or f"ingest-{table.name}",
             master=self.get("spark.master"),
@@ -477,7 +489,7 @@ class _Resolver:
         return PipelineConfig(
             origin=self.origin_file, table=table, hudi=hudi, write=write, source=source, quarantine=quarantine,
             stream=stream, services=services, spark=spark, settings=Settings(ordered),
-            warnings=tuple(self.warnings()),
+            warnings=tuple(self.warnings()), metrics=metrics, catalog=catalog,
         )
 
     def hudi_settings(self, table: TableSettings) -> Settings:
@@ -523,12 +535,15 @@ class _Resolver:
                 insert_mode=InsertMode(self.get("write.insert_mode")),
                 file_group_max_bytes=self.get("write.file_group_max_bytes"),
                 log_file_max_bytes=self.get("hudi.hoodie.logfile.max.size"),
+                log_block_max_bytes=self.get("hudi.hoodie.logfile.data.block.max.size"),
                 delete_flag_column=self.get("write.delete_flag_column") or None,
                 checkpoint_id=self.get("hudi.hoodie.datasource.write.streaming.checkpoint.identifier"),
                 storage_options=dict(table.storage_options),
                 parquet_compression="none" if codec == "uncompressed" else codec,
                 jvm_timezone=self.get("write.jvm_timezone"),
                 lock_expiry_seconds=float(self.get("write.lock_expiry_seconds")),
+                invalid_name_mask=self.get("source.invalid_char_mask") if self.get("source.sanitize_field_names")
+                else None,
             )
             write.keygen  # noqa: B018 - resolves and checks the key generator settings now
             write.table_settings()  # checks the bucket hash fields against the record key
@@ -555,7 +570,7 @@ class _Resolver:
             return SourceConfig(files=self.file_input(write))
         kafka_input = self.kafka_input()
         decoder = self.decoder(write)
-        self.check_fields(write, decoder.records_schema.names)
+        self.check_fields(write, self.written_columns(write, decoder.records_schema))
         return SourceConfig(kafka=kafka_input, decoder=decoder)
 
     def kafka_input(self) -> KafkaInput:
@@ -638,9 +653,12 @@ class _Resolver:
         try:
             key_fields = self.get("source.key_fields")
             if key_fields is None:
-                declared = decoder_spec(spec_format, **common).schema.names
+                declared = decoder_spec(spec_format, **common).schema
+                # The record key names the table's columns; the Kafka key, the declared ones they come from.
+                source_name = dict(zip(self.written_columns(write, declared), declared.names, strict=True))
                 record_fields = write.keygen.record_key_fields
-                key_fields = record_fields if all(f in declared for f in record_fields) else ()
+                key_fields = tuple(source_name[f] for f in record_fields) \
+                    if all(f in source_name for f in record_fields) else ()
                 self.settings["source.key_fields"] = key_fields
             key_format = self.get("source.key_format") or ("json" if len(key_fields) > 1 else "string")
             self.settings["source.key_format"] = key_format
@@ -668,12 +686,24 @@ class _Resolver:
                 arrow = decoder_spec("json", schema=schema, schema_file=schema_file).schema
             except ConfigError as e:
                 self.lower(e, "source.schema")
-            self.check_fields(write, arrow.names)
+            self.check_fields(write, self.written_columns(write, arrow))
         elif file_format in ("json", "csv"):
             raise ConfigError(f"is required: {file_format} files need source.schema (Spark DDL) or "
                               "source.schema_file (Avro .avsc)", source=self.origin_file, key="source.schema")
         return FileInput(path=path, format=file_format, schema=arrow, options=Settings(self.get("source.files.options")),
                          max_files_per_trigger=self.get("source.files.max_files_per_trigger"))
+
+    def written_columns(self, write: WriteOptions, declared: pa.Schema) -> list[str]:
+        """The columns the table gets from the declared schema: renamed as Hudi's streamer does with
+        source.sanitize_field_names, else checked now, before Spark starts, against Avro's name rule."""
+        if write.invalid_name_mask is not None:
+            return sanitized_schema(declared, write.invalid_name_mask).names
+        try:
+            check_names(declared, where="the source schema has ")
+        except SchemaEvolutionError as e:
+            name = "source.schema" if self.get("source.schema") else "source.schema_file"
+            raise ConfigError(str(e), source=self.origin(name), key=self.written(name)) from None
+        return declared.names
 
     def check_fields(self, write: WriteOptions, columns: Sequence[str]) -> None:
         """Record key, partition, ordering and delete-flag fields must be columns of the records."""
@@ -702,6 +732,17 @@ class _Resolver:
         trigger = self.get("stream.trigger")
         return StreamSettings(checkpoint=checkpoint, trigger=Trigger(None if trigger == K.AVAILABLE_NOW else trigger),
                               on_error=on_error)
+
+    def catalog(self, hudi: Settings) -> SyncSettings:
+        """Catalog sync under Hudi's keys; a tool class ingest cannot run is refused here."""
+        for tool in tool_classes(hudi):
+            if tool not in TOOLS:
+                self.fail(f"{HUDI}.{SYNC_KEYS.TOOL}", f"names {tool}; ingest syncs with "
+                          f"{' or '.join(TOOLS)}")
+        try:
+            return SyncSettings.from_hudi(hudi, failures_allowed=self.get("write.sync_failures_allowed"))
+        except ValueError as e:
+            self.fail(f"{HUDI}.{SYNC_KEYS.EXTRACTOR}", str(e))
 
     def services(self) -> Settings:
         """The table-service keys, complete, after the rules Hudi's write config enforces."""
@@ -743,6 +784,10 @@ class _Resolver:
             raise ConfigError(f"cannot read the table at {table.path} to compare settings: {detail} "
                               "(--no-table-check validates without it)", source=self.origin("table.path"),
                               key="table.path") from None
+        try:
+            write = write.for_table(existing.props)
+        except ConfigError as e:
+            raise ConfigError(_bare(e), source=properties, key=f"{HUDI}.{e.key}") from None
         conflicts = existing.conflicts_with(write.table_settings())
         if not conflicts:
             return

@@ -16,6 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from ingest.catalog.settings import SyncSettings
 from ingest.config.keys import HUDI, REDACTED, Secret, is_secret, lookup, to_text
 from ingest.kafka.decode import DecoderSpec
 from ingest.write.options import WriteOptions
@@ -141,6 +142,16 @@ class QuarantineSettings:
 
 
 @dataclass(frozen=True)
+class MetricsSettings:
+    """`hoodie.metrics.*`: per-commit metrics as Hudi's HoodieMetrics reports them."""
+
+    on: bool = False
+    reporter_type: str = "PROMETHEUS"
+    prometheus_port: int = 9090
+    prefix: str | None = None           # None: the table name, as Hudi infers it
+
+
+@dataclass(frozen=True)
 class SparkSettings:
     app_name: str
     master: str | None = None
@@ -173,6 +184,8 @@ class PipelineConfig:
     spark: SparkSettings
     settings: Settings
     warnings: tuple[str, ...] = ()
+    metrics: MetricsSettings = field(default_factory=MetricsSettings)
+    catalog: SyncSettings | None = None
 
     def redacted(self) -> dict[str, Any]:
         """Every resolved setting, nested as in the file, secrets as `<redacted>`; JSON-ready."""

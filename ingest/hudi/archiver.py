@@ -177,6 +177,10 @@ def _avro_or_none(data: bytes, schema: dict) -> dict | None:
     return avro_models.deserialize(data, schema) if data else None
 
 
+def _read_if_present(storage: Storage, rel: str) -> bytes:
+    return storage.read(rel) if storage.exists(rel) else b""
+
+
 def archived_entry(storage: Storage, file_name: str) -> dict:
     """The `HoodieArchivedMetaEntry` of one timeline file."""
     instant = Instant.parse(file_name)
@@ -200,8 +204,11 @@ def archived_entry(storage: Storage, file_name: str) -> dict:
         if instant.is_completed:
             entry["hoodieRollbackMetadata"] = _avro_or_none(data, avro_models.ROLLBACK_METADATA)
     elif action is Action.COMPACTION:
-        if instant.state is State.REQUESTED:
-            entry["hoodieCompactionPlan"] = _avro_or_none(data, avro_models.COMPACTION_PLAN)
+        # 0.14/0.15 read the plan by timestamp (the requested file) for the requested and the inflight
+        # state alike; only 1.x keeps it to the requested entry.
+        requested = f"{METAFOLDER}/{instant.to(State.REQUESTED).file_name}"
+        plan = data if instant.state is State.REQUESTED else _read_if_present(storage, requested)
+        entry["hoodieCompactionPlan"] = _avro_or_none(plan, avro_models.COMPACTION_PLAN)
     elif action is Action.REPLACE_COMMIT:
         if instant.is_completed:
             entry["hoodieReplaceCommitMetadata"] = _commit_metadata(data, replace=True)

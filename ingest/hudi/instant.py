@@ -13,8 +13,16 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from enum import Enum
 
+from ingest.errors import InvalidInstant
+
 INSTANT_FORMAT = "%Y%m%d%H%M%S"
 INSTANT_LENGTH = 17
+SECONDS_INSTANT_LENGTH = 14
+DEFAULT_MILLIS = "999"  # what Hudi appends to a time without milliseconds (`DEFAULT_MILLIS_EXT`)
+# `HoodieTimelineTimeZone`: the zone instant times are read in (`hoodie.table.timeline.timezone`).
+UTC, LOCAL = "UTC", "LOCAL"
+TIMELINE_ZONES = (LOCAL, UTC)
+QUERY_FORMATS = "yyyyMMddHHmmssSSS, yyyyMMddHHmmss, 'yyyy-MM-dd HH:mm:ss[.SSS]' or yyyy-MM-dd"
 
 
 class Action(str, Enum):
@@ -106,13 +114,49 @@ class Instant:
         return None
 
 
-def format_instant(moment: datetime) -> str:
-    moment = moment.astimezone(timezone.utc)
+def check_instant_time(text: str) -> str:
+    """`text` if it is an instant time, `yyyyMMddHHmmssSSS` or the older `yyyyMMddHHmmss`, else fail.
+
+    Hudi's `HoodieInstantTimeGenerator.parseDateFromInstantTime`: a 14-digit time is completed with
+    `DEFAULT_MILLIS_EXT` (`fixInstantTimeCompatibility`) and both must be a real date and time."""
+    if not (text.isascii() and text.isdigit() and len(text) in (SECONDS_INSTANT_LENGTH, INSTANT_LENGTH)):
+        raise InvalidInstant(f"{text!r} is not an instant time (yyyyMMddHHmmssSSS or yyyyMMddHHmmss)")
+    try:
+        datetime.strptime(text[:SECONDS_INSTANT_LENGTH], INSTANT_FORMAT)
+    except ValueError:
+        raise InvalidInstant(f"{text!r} is not an instant time: no such date and time") from None
+    return text
+
+
+def query_instant(text: str) -> str:
+    """The instant time a user's query time stands for, as Hudi's `HoodieSqlCommonUtils.formatQueryInstant`
+    reads it: `yyyy-MM-dd HH:mm:ss[.SSS]` (without milliseconds, `.999`:
+    `HoodieInstantTimeGenerator.getInstantForDateString`), `yyyyMMddHHmmss[SSS]` as given once valid,
+    and `yyyy-MM-dd` as its midnight. Anything else fails, naming the formats."""
+    text = text.strip()
+    try:
+        if len(text) in (19, 23):
+            moment = datetime.strptime(text if len(text) == 23 else f"{text}.{DEFAULT_MILLIS}", "%Y-%m-%d %H:%M:%S.%f")
+            return moment.strftime(INSTANT_FORMAT) + f"{moment.microsecond // 1000:03d}"
+        if len(text) == 10:
+            return datetime.strptime(text, "%Y-%m-%d").strftime(INSTANT_FORMAT) + "000"
+        if len(text) in (SECONDS_INSTANT_LENGTH, INSTANT_LENGTH):
+            return check_instant_time(text)
+    except (ValueError, InvalidInstant):
+        pass
+    raise InvalidInstant(f"{text!r} is not an instant time; Hudi's formats are {QUERY_FORMATS}")
+
+
+def format_instant(moment: datetime, zone: str = UTC) -> str:
+    """`moment` as an instant time on a timeline kept in `zone`: UTC, or LOCAL, the writer's own zone
+    (`HoodieInstantTimeGenerator.formatDateWitTimeZone`)."""
+    moment = moment.astimezone(timezone.utc if zone == UTC else None)
     return moment.strftime(INSTANT_FORMAT) + f"{moment.microsecond // 1000:03d}"
 
 
 def parse_instant(ts: str) -> datetime:
-    """The UTC moment of an instant time (tables we create keep their timeline in UTC)."""
+    """An instant time's wall-clock reading, marked UTC for arithmetic: right for UTC timelines (the
+    ones we create); on a LOCAL one only differences are meaningful, as in Hudi."""
     base = datetime.strptime(ts[:14], INSTANT_FORMAT).replace(tzinfo=timezone.utc)
     millis = int(ts[14:17] or 0)
     return base + timedelta(milliseconds=millis)
@@ -124,17 +168,20 @@ def instant_after(ts: str) -> str:
 
 
 class InstantTimeGenerator:
-    """Strictly increasing instant times: never equal within a millisecond, never behind the table."""
+    """Strictly increasing instant times: never equal within a millisecond, never behind the table.
+
+    `HoodieInstantTimeGenerator.createNewInstantTime` keeps one last time per JVM; here there is one
+    per zone, so writing a LOCAL table does not push a UTC table's times ahead of the clock."""
 
     _lock = threading.Lock()
-    _last: str = "0" * INSTANT_LENGTH
+    _last: dict[str, str] = {}
 
     @classmethod
-    def new(cls, after: str | None = None) -> str:
+    def new(cls, after: str | None = None, zone: str = UTC) -> str:
         with cls._lock:
-            candidate = format_instant(datetime.now(timezone.utc))
-            floor = max(cls._last, after or "")
+            candidate = format_instant(datetime.now(timezone.utc), zone)
+            floor = max(cls._last.get(zone, ""), after or "")
             if candidate <= floor:
                 candidate = instant_after(floor)
-            cls._last = candidate
+            cls._last[zone] = candidate
             return candidate

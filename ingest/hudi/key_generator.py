@@ -17,9 +17,12 @@ The two paths disagree only on:
 - `TimestampBasedKeyGenerator` on decimals: the row path fails, the Avro path (and we) truncate.
 
 Record keys of `ComplexKeyGenerator` with a single key field are `field:value` in Hudi 0.14.0 and
-from 0.14.2/0.15.1 on (`hoodie.write.complex.keygen.encode.single.record.key.field.name`, default
-true), but the bare `value` in 0.14.1 and 0.15.0 (HUDI-7001); set that key to false to continue a
-table those releases wrote.
+from 0.14.2/0.15.1 on, but the bare `value` in 0.14.1 and 0.15.0 (HUDI-7001: their
+`ComplexAvroKeyGenerator.getRecordKey` takes the one-field branch of `KeyGenUtils.getRecordKey`).
+0.14.2/0.15.1 choose with the write config `hoodie.write.complex.keygen.new.encoding` (default false:
+`field:value`; true: the bare value); no Hudi release records the choice in hoodie.properties. So we
+record that key there ourselves for such tables (new tables: false, Hudi's default), and a writer of an
+existing table that records nothing must say which form its keys have (`complex_key_encoding`).
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ KEYGEN_TYPE = "hoodie.datasource.write.keygenerator.type"
 HIVE_STYLE = "hoodie.datasource.write.hive_style_partitioning"
 URLENCODE = URLENCODE_KEY
 CONSISTENT_LOGICAL_TIMESTAMP = "hoodie.datasource.write.keygenerator.consistent.logical.timestamp.enabled"
-COMPLEX_ENCODE_SINGLE_FIELD = "hoodie.write.complex.keygen.encode.single.record.key.field.name"
+COMPLEX_NEW_ENCODING = "hoodie.write.complex.keygen.new.encoding"
 
 TABLE_KEYGEN_CLASS = "hoodie.table.keygenerator.class"
 TABLE_RECORDKEY_FIELDS = "hoodie.table.recordkey.fields"
@@ -418,7 +421,7 @@ class KeyGeneratorSpec:
         if kind in (KeyGeneratorType.SIMPLE, KeyGeneratorType.TIMESTAMP):
             plain = True
         elif kind is KeyGeneratorType.COMPLEX:
-            plain = len(record_fields) == 1 and not _flag(config, COMPLEX_ENCODE_SINGLE_FIELD, True)
+            plain = len(record_fields) == 1 and _flag(config, COMPLEX_NEW_ENCODING, False)
         elif kind is KeyGeneratorType.CUSTOM:  # counts raw entries, blank ones included
             plain = len(java_split(record_key)) == 1
         else:
@@ -489,7 +492,30 @@ class KeyGeneratorSpec:
             URLENCODE: str(self.urlencode).lower(),
         }
         props.update(self.persisted_timestamp_config)
+        if self.kind is KeyGeneratorType.COMPLEX and len(self.record_key_fields) == 1:
+            props[COMPLEX_NEW_ENCODING] = str(self.plain_record_key).lower()
         return props
+
+
+def complex_key_encoding(table_props: Mapping[str, str], config: Mapping[str, str]) -> str | None:
+    """The `hoodie.write.complex.keygen.new.encoding` a writer of this existing table uses: the one the
+    config gives, else the one the table records; None for tables the setting does not concern.
+
+    Raises ConfigError when the table has a single-field complex key generator, records no encoding and
+    the config gives none: Hudi 0.14.1 and 0.15.0 wrote such keys bare, every other release
+    `field:value`, and a wrong guess duplicates every record on its next upsert.
+    """
+    kind = _CLASS_TYPES.get((table_props.get(TABLE_KEYGEN_CLASS) or "").strip())
+    if kind is not KeyGeneratorType.COMPLEX or len(_trimmed_fields(table_props.get(TABLE_RECORDKEY_FIELDS, ""))) != 1:
+        return None
+    chosen = config.get(COMPLEX_NEW_ENCODING) or table_props.get(COMPLEX_NEW_ENCODING)
+    if chosen is None:
+        raise ConfigError(
+            "this table's complex key generator has one record key field and the table does not record "
+            "whether its keys are `field:value` (Hudi 0.14.0, 0.14.2+, 0.15.1+, 1.x, ingest) or the bare "
+            "value (Hudi 0.14.1, 0.15.0); set it: false for `field:value`, true for the bare value "
+            "(look at _hoodie_record_key in its files)", key=COMPLEX_NEW_ENCODING)
+    return chosen
 
 
 # -- computing keys -------------------------------------------------------------------------------------

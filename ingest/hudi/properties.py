@@ -1,8 +1,10 @@
 """Java `.properties` files, read and written as `java.util.Properties` does.
 
 `hoodie.properties` is stored by `Properties.store(OutputStream, comment)`: ISO-8859-1 text, every
-character outside printable ASCII as `\\uXXXX`, and `=`, `:`, `#`, `!` and backslashes escaped. Java
-readers (Hudi, Trino, Hive) parse it with `Properties.load`, so both directions follow that code
+character outside printable ASCII as `\\uXXXX`, and `=`, `:`, `#`, `!` and backslashes escaped in keys
+and values (`saveConvert`). The header comment follows `writeComments` instead: only characters above
+U+00FF and line breaks are touched, so Hudi's `Properties saved on 2025-03-31T03:06:42Z` keeps its
+colons. Java readers (Hudi, Trino, Hive) parse it with `Properties.load`, so both directions follow that code
 exactly; a value we cannot round-trip would silently change a table's settings.
 """
 
@@ -33,12 +35,34 @@ def _escape(text: str, *, is_key: bool) -> str:
     return "".join(out)
 
 
+def _comment(text: str) -> str:
+    """`Properties.writeComments`: `#`, then the text with only chars above U+00FF escaped and each
+    line break starting a new comment line (no extra `#` when the next line already starts one)."""
+    out = ["#"]
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ord(ch) > 0xFF:
+            data = ch.encode("utf-16-be")
+            out.extend(f"\\u{data[j]:02X}{data[j + 1]:02X}" for j in range(0, len(data), 2))
+        elif ch in "\r\n":
+            out.append("\n")
+            if ch == "\r" and text[i + 1 : i + 2] == "\n":
+                i += 1
+            if i == len(text) - 1 or text[i + 1] not in "#!":
+                out.append("#")
+        else:
+            out.append(ch)
+        i += 1
+    return "".join(out)
+
+
 def dumps(props: Mapping[str, str], comment: str | None = None, *, now: datetime | None = None) -> str:
     """Serialize like `Properties.store`: comment line, date line, then `key=value` lines."""
     now = now or datetime.now(timezone.utc)
     lines = []
     if comment is not None:
-        lines.append("#" + _escape(comment, is_key=False).replace("\\#", "#").replace("\\!", "!"))
+        lines.append(_comment(comment))
     lines.append("#" + now.strftime("%a %b %d %H:%M:%S UTC %Y"))
     for key, value in props.items():
         lines.append(f"{_escape(key, is_key=True)}={_escape(value, is_key=False)}")

@@ -4,7 +4,7 @@ Hudi derives a table's Avro schema from Spark's with `AvroConversionUtils`: reco
 in namespace `hoodie.<table>`, nested records named after their field with the enclosing path as
 namespace, decimals as `fixed` named `fixed` in namespace `<path>.<field>`, and every nullable type
 as the union `["null", T]` with default null. Readers compare schema strings and resolve names, so
-we reproduce those names exactly. Schemas are plain JSON-shaped dicts (what fastavro consumes);
+we reproduce those names exactly, and refuse names Avro's parser would (`avro_names`). Schemas are plain JSON-shaped dicts (what fastavro consumes);
 `to_json` prints them as Avro Java's `Schema.toString()` does.
 """
 
@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from ingest.errors import SchemaEvolutionError
+from ingest.hudi.avro_names import check_names, sanitize_name
 
 AvroSchema = dict[str, Any]
 
@@ -53,8 +54,10 @@ def parse(text: str) -> AvroSchema:
 
 
 def record_name(table_name: str) -> tuple[str, str]:
-    """(name, namespace) Hudi gives a table's top-level record."""
-    return f"{table_name}_record", f"hoodie.{table_name}"
+    """(name, namespace) Hudi gives a table's top-level record: from the table name as
+    `AvroSchemaUtils.getAvroRecordQualifiedName` sanitizes it, so `my-table` is `my__table_record`."""
+    name = sanitize_name(table_name)
+    return f"{name}_record", f"hoodie.{name}"
 
 
 # -- Arrow -> Avro ------------------------------------------------------------------------------
@@ -139,7 +142,11 @@ def struct_to_avro(fields: Iterable[pa.Field], name: str, namespace: str) -> Avr
 
 
 def arrow_to_avro(schema: pa.Schema, table_name: str) -> AvroSchema:
-    """A table's Avro schema (no meta fields) from its Arrow schema, as Hudi would name it."""
+    """A table's Avro schema (no meta fields) from its Arrow schema, as Hudi would name it.
+
+    Fails, naming each one, on column or nested field names Avro refuses: field, record and
+    namespace names all come from them, and Java readers parse the schema strictly."""
+    check_names(schema)
     name, namespace = record_name(table_name)
     fields = [f for f in schema if f.name not in META_FIELDS]
     return struct_to_avro(fields, name, namespace)

@@ -23,15 +23,16 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ingest.errors import BadRecordError, LogFormatError
+from ingest.errors import BadRecordError, InvalidInstant, LogFormatError
 from ingest.hudi import schema as avro
 from ingest.hudi.base_file import read_base_file
 from ingest.hudi.delete_block import OrderingWrapper, ordering_wrapper
 from ingest.hudi.file_system_view import FileSlice
-from ingest.hudi.instant import Action
+from ingest.hudi.instant import WRITE_ACTIONS, Action, query_instant
 from ingest.hudi.log_block import BlockType
 from ingest.hudi.log_reader import decode_block, iter_log_blocks
 from ingest.hudi.table import HudiTable
+from ingest.hudi.timeline import ARCHIVE_FOLDER, Timeline
 from ingest.storage import Storage
 from ingest.write import precombine as pcb
 
@@ -70,9 +71,12 @@ class ReadContext:
 
 def context(table: HudiTable, as_of: str | None = None) -> tuple[ReadContext, list[FileSlice]]:
     timeline = table.timeline()
+    if as_of is not None:
+        _check_as_of(table, timeline, as_of)
     schema = table.schema(timeline, as_of)
     if schema is None:
-        schema = {"type": "record", "name": f"{table.name}_record", "namespace": f"hoodie.{table.name}", "fields": []}
+        name, namespace = avro.record_name(table.name)
+        schema = {"type": "record", "name": name, "namespace": namespace, "fields": []}
     ctx = ReadContext(
         storage=table.storage,
         schema=schema,
@@ -82,6 +86,17 @@ def context(table: HudiTable, as_of: str | None = None) -> tuple[ReadContext, li
     )
     slices = table.view(timeline, as_of).latest_file_slices(as_of)
     return ctx, slices
+
+
+def _check_as_of(table: HudiTable, timeline: Timeline, as_of: str) -> None:
+    """A time travel to before the first commit has nothing to show: say so rather than show nothing."""
+    first = next(iter(timeline.completed(*WRITE_ACTIONS)), None)
+    if first is None:
+        raise InvalidInstant(f"{table.base_url}: as of {as_of}: the table has no completed commit")
+    if as_of < first.timestamp:
+        archived = any(not e.is_dir for e in table.storage.list(ARCHIVE_FOLDER))
+        where = "first commit on its active timeline (older ones are archived)" if archived else "first commit"
+        raise InvalidInstant(f"{table.base_url}: instant {as_of} is before the table's {where}, {first.timestamp}")
 
 
 def _log_versions(ctx: ReadContext, slice_: FileSlice) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]]]:
@@ -177,8 +192,9 @@ def _versions(table: pa.Table, offset: int, deleted: bool, seqs: list[int] | Non
 
 
 def read_snapshot(table: HudiTable, as_of: str | None = None) -> pa.Table:
-    """Every live row of the table as of `as_of` (default: the latest completed instant)."""
-    ctx, slices = context(table, as_of)
+    """Every live row of the table as of `as_of` (default: the latest completed instant), in any of
+    the formats Hudi's time travel takes (`query_instant`)."""
+    ctx, slices = context(table, None if as_of is None else query_instant(as_of))
     parts = [read_slice(ctx, s) for s in slices]
     parts = [p for p in parts if p.num_rows]
     return pa.concat_tables(parts) if parts else ctx.arrow_schema.empty_table()
@@ -187,8 +203,11 @@ def read_snapshot(table: HudiTable, as_of: str | None = None) -> pa.Table:
 def read_incremental(table: HudiTable, start: str, end: str | None = None) -> pa.Table:
     """Rows changed by commits in (start, end], with their values as of `end`.
 
-    Only file groups those commits wrote are read (their write stats say which).
+    Only file groups those commits wrote are read (their write stats say which). Both times are
+    taken in any of the formats Hudi's queries take (`query_instant`).
     """
+    start = query_instant(start)
+    end = None if end is None else query_instant(end)
     timeline = table.timeline()
     commits = [
         i for i in timeline.completed(Action.DELTA_COMMIT, Action.COMMIT, Action.REPLACE_COMMIT)

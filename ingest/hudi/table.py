@@ -98,7 +98,7 @@ class HudiTable:
         return TimelineLayout.of(self.config)
 
     def timeline(self) -> Timeline:
-        return Timeline.load(self.storage, self.layout)
+        return Timeline.load(self.storage, self.layout, self.config.timeline_zone)
 
     def view(self, timeline: Timeline | None = None, as_of: str | None = None) -> FileSystemView:
         """The file groups, less those replaced (as of `as_of`: a later replace does not hide a group)."""

@@ -15,6 +15,7 @@ from typing import Any
 
 from ingest.errors import TableConfigConflict, TableNotFound, UnsupportedTable
 from ingest.hudi import properties
+from ingest.hudi.instant import TIMELINE_ZONES, UTC
 from ingest.storage import Storage
 
 PROPERTIES_PATH = ".hoodie/hoodie.properties"
@@ -238,6 +239,15 @@ class TableConfig:
         return self.get(TableConfigKey.URL_ENCODE_PARTITIONING)
 
     @property
+    def timeline_zone(self) -> str:
+        """UTC or LOCAL (`HoodieTableConfig.getTimelineTimezone`: LOCAL, the writer's zone, when unset)."""
+        raw = self.get(TableConfigKey.TIMELINE_TIMEZONE)
+        if raw not in TIMELINE_ZONES:
+            raise UnsupportedTable(f"{TableConfigKey.TIMELINE_TIMEZONE.key}={raw}: Hudi's timeline zones are "
+                                   + " and ".join(TIMELINE_ZONES))
+        return raw
+
+    @property
     def create_schema(self) -> str | None:
         return self.raw(TableConfigKey.CREATE_SCHEMA)
 
@@ -320,7 +330,7 @@ class TableConfig:
             TableConfigKey.URL_ENCODE_PARTITIONING.key: "false",
             TableConfigKey.DROP_PARTITION_COLUMNS.key: "false",
             TableConfigKey.RECORD_MERGER_STRATEGY.key: DEFAULT_MERGER_STRATEGY,
-            TableConfigKey.TIMELINE_TIMEZONE.key: "UTC",
+            TableConfigKey.TIMELINE_TIMEZONE.key: UTC,  # explicit: Hudi reads an absent zone as LOCAL
         }
         base.update({k: v for k, v in settings.items() if v is not None})
         if TableConfigKey.PAYLOAD_CLASS.key not in base:

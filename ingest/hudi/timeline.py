@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ingest.errors import TimelineError
-from ingest.hudi.instant import WRITE_ACTIONS, Action, Instant, InstantTimeGenerator, State
+from ingest.hudi.instant import UTC, WRITE_ACTIONS, Action, Instant, InstantTimeGenerator, State
 from ingest.hudi.timeline_layout import LAYOUT_1, METAFOLDER, TimelineLayout
 from ingest.storage import Storage
 
@@ -56,19 +56,23 @@ class CompletedInstants:
 
 @dataclass(frozen=True)
 class Timeline:
-    """Instants by (requested) time; each carries its most advanced state (requested < inflight < completed)."""
+    """Instants by (requested) time; each carries its most advanced state (requested < inflight < completed).
+
+    `zone` is the table's `hoodie.table.timeline.timezone` (UTC or LOCAL), which new instant times follow.
+    """
 
     instants: tuple[Instant, ...]
     files: frozenset[str] = field(default=frozenset(), repr=False)
     layout: TimelineLayout = LAYOUT_1
+    zone: str = UTC
 
     @classmethod
-    def load(cls, storage: Storage, layout: TimelineLayout = LAYOUT_1) -> Timeline:
+    def load(cls, storage: Storage, layout: TimelineLayout = LAYOUT_1, zone: str = UTC) -> Timeline:
         names = [e.name for e in storage.list(layout.folder) if not e.is_dir]
-        return cls.from_file_names(names, layout)
+        return cls.from_file_names(names, layout, zone)
 
     @classmethod
-    def from_file_names(cls, names: Iterable[str], layout: TimelineLayout = LAYOUT_1) -> Timeline:
+    def from_file_names(cls, names: Iterable[str], layout: TimelineLayout = LAYOUT_1, zone: str = UTC) -> Timeline:
         by_ts: dict[str, list[Instant]] = {}
         files = set()
         for name in names:
@@ -87,7 +91,7 @@ class Timeline:
             action = pending_actions[0] if pending_actions else found[0].action
             completion = next((i.completion_time for i in found if i.is_completed), None)
             merged.append(Instant(ts, action, state, completion))
-        return cls(tuple(merged), frozenset(files), layout)
+        return cls(tuple(merged), frozenset(files), layout, zone)
 
     # -- queries --------------------------------------------------------------------------------
 
@@ -151,8 +155,11 @@ class Timeline:
         return self.instants[-1].timestamp if self.instants else None
 
     def new_instant_time(self) -> str:
-        """An instant time after everything on this timeline."""
-        return InstantTimeGenerator.new(after=self.latest_timestamp)
+        """An instant time in the table's zone after every instant on this timeline, pending ones included:
+        Hudi's writers check that a new write comes after the latest pending compaction
+        (`BaseHoodieWriteClient.startCommit`) and a compaction after every write
+        (`ScheduleCompactionActionExecutor`)."""
+        return InstantTimeGenerator.new(after=self.latest_timestamp, zone=self.zone)
 
     def files_of(self, timestamp: str) -> list[str]:
         """Every timeline file of one instant time (requested, inflight, completed)."""

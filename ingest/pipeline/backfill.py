@@ -42,7 +42,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from ingest.config.pipeline import FileInput, OnError, PipelineConfig
 from ingest.errors import BadRecordError, ConfigError
-from ingest.pipeline import inputs
+from ingest.pipeline import hoodie_metrics, inputs
 from ingest.pipeline.inline_services import InlineServices
 from ingest.pipeline.progress import ProgressBar
 from ingest.pipeline.session import spark_session
@@ -223,6 +223,7 @@ def backfill(config: PipelineConfig, input: str | None = None, *, file_format: s
         spark, created = spark_session(config)
     run = BackfillRun(identifier)
     sink: HudiSink | None = None
+    metrics: hoodie_metrics.Reporter = hoodie_metrics.NullReporter()
     try:
         listing, base_path = inputs.list_files(spark, root)
         formats = [file_format or inputs.format_of(f.path, files.format) for f in listing]
@@ -254,6 +255,7 @@ def backfill(config: PipelineConfig, input: str | None = None, *, file_format: s
         config_json = json.dumps(config.redacted(), sort_keys=True, separators=(",", ":"), default=str)
         checkpoint_id = f"backfill:{identifier}"
         inputs.mark_started(config.table.path, dict(config.table.storage_options), identifier)
+        metrics = hoodie_metrics.reporter(config.metrics, config.table.name)
         stop: list[str] = []
         total = sum(listing[i].size for i in todo)
         with stop_on_signals(stop.append), ProgressBar(f"backfill {identifier}", len(todo), total) as bar:
@@ -290,10 +292,15 @@ def backfill(config: PipelineConfig, input: str | None = None, *, file_format: s
                 report = GroupReport(batch, tuple(chosen), result, unreadable, time.monotonic() - t0)
                 run.groups.append(report)
                 log.info(report.log_line())
+                if result.instant is not None:
+                    metrics.report(hoodie_metrics.commit_figures(
+                        result.instant, result.stats, seconds=report.seconds, counts=result.counts,
+                        quarantined=unreadable + result.quarantined))
                 bar.advance(len(chosen), sum(f.size for f in chosen))
         log.info(run.summary())
         return run
     finally:
+        metrics.close()
         if sink is not None:
             sink.close()
         if created:

@@ -30,11 +30,16 @@ class Lag:
 
     total: int
     worst: PartitionLag | None
+    partitions: tuple[PartitionLag, ...] = ()
 
     @classmethod
     def of(cls, partitions: list[PartitionLag]) -> Lag:
         worst = max(partitions, key=lambda p: p.lag, default=None)
-        return cls(sum(p.lag for p in partitions), worst if worst is not None and worst.lag > 0 else None)
+        return cls(sum(p.lag for p in partitions), worst if worst is not None and worst.lag > 0 else None,
+                   tuple(partitions))
+
+    def by_partition(self) -> dict[tuple[str, int], int]:
+        return {(p.topic, p.partition): p.lag for p in self.partitions}
 
     def text(self) -> str:
         if self.worst is None:

@@ -30,7 +30,7 @@ from pyspark.sql.streaming import StreamingQuery
 from ingest.config.pipeline import OnError, PipelineConfig
 from ingest.errors import ConfigError, IngestError
 from ingest.phases import phase
-from ingest.pipeline import undecodable
+from ingest.pipeline import hoodie_metrics, undecodable
 from ingest.pipeline.checkpoint import check_fresh_start
 from ingest.pipeline.inline_services import InlineServices
 from ingest.pipeline.metrics import BatchReport, ProgressListener, measure_lag
@@ -83,7 +83,7 @@ class StreamBatch:
     """The `foreachBatch` function: one micro-batch from Kafka rows to a commit."""
 
     def __init__(self, config: PipelineConfig, spark: SparkSession, sink: HudiSink, services: InlineServices,
-                 gate: BatchGate, run: StreamRun):
+                 gate: BatchGate, run: StreamRun, metrics: hoodie_metrics.Reporter | None = None):
         assert config.source.kafka is not None and config.source.decoder is not None
         self.config = config
         self.spark = spark
@@ -91,6 +91,7 @@ class StreamBatch:
         self.services = services
         self.gate = gate
         self.run = run
+        self.metrics = metrics or hoodie_metrics.NullReporter()
         self.kafka_options = config.source.kafka.spark_options()
         self.quarantine = (Storage(config.quarantine.path, config.table.storage_options)
                            if config.stream.on_error is OnError.QUARANTINE else None)
@@ -134,6 +135,10 @@ class StreamBatch:
         report = BatchReport(batch_id=batch_id, commit=result, messages=result.rows_in + undecodable_count,
                              undecodable=undecodable_count, lag=lag, services=services, durations=durations)
         log.info(report.log_line())
+        if result.instant is not None:
+            self.metrics.report(hoodie_metrics.commit_figures(
+                result.instant, result.stats, seconds=t2 - t0, counts=result.counts,
+                quarantined=report.quarantined, lag=lag.by_partition() if lag is not None else None))
         return report
 
 
@@ -196,7 +201,8 @@ def stream(config: PipelineConfig, *, available_now: bool = False, spark: SparkS
                               lock=lambda: sink.lock if sink is not None else None)
     sink = HudiSink(config.write, spark=spark, on_error=config.stream.on_error.value,
                     quarantine_path=config.quarantine.path, after_commit=services)
-    batch = StreamBatch(config, spark, sink, services, gate, run)
+    metrics = hoodie_metrics.reporter(config.metrics, config.table.name)
+    batch = StreamBatch(config, spark, sink, services, gate, run, metrics)
     listener = ProgressListener()
     spark.streams.addListener(listener)
     try:
@@ -221,5 +227,6 @@ def stream(config: PipelineConfig, *, available_now: bool = False, spark: SparkS
     finally:
         spark.streams.removeListener(listener)
         sink.close()
+        metrics.close()
         if created:
             spark.stop()

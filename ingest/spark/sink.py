@@ -33,6 +33,7 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
 from ingest.errors import BadRecordError
+from ingest.hudi.avro_names import sanitized_schema
 from ingest.hudi.commit_metadata import WriteStat
 from ingest.spark import routing
 from ingest.storage import Storage
@@ -104,6 +105,21 @@ def _parse_results(rows) -> tasks.TaskResult:
             tuple(WriteStat.from_json(s) for s in d["stats"]), tuple(d["segments"]), d["counts"],
         ))
     return tasks.TaskResult.merge(parts)
+
+
+def sanitized_frame(df: DataFrame, mask: str) -> DataFrame:
+    """Columns and nested fields renamed as HoodieStreamer's `SanitizationUtils.sanitizeColumnNamesForAvro`
+    does: a nested rename is a cast to the same struct shape under the new names."""
+    target = from_arrow_schema(sanitized_schema(to_arrow_schema(df.schema, timezone="UTC"), mask))
+    if target.simpleString() == df.schema.simpleString():
+        return df
+    columns = []
+    for old, new in zip(df.schema, target, strict=True):
+        column = F.col(f"`{old.name.replace('`', '``')}`")
+        if new.dataType.simpleString() != old.dataType.simpleString():
+            column = column.cast(new.dataType)
+        columns.append(column.alias(new.name))
+    return df.select(*columns)
 
 
 @contextmanager
@@ -383,6 +399,8 @@ class HudiSink:
     def _write(self, df: DataFrame, batch: BatchId | None, label: str,
                extra: Mapping[str, str] | None = None) -> batch_mod.CommitResult:
         lock = self._lease()
+        if self.options.invalid_name_mask is not None:
+            df = sanitized_frame(df, self.options.invalid_name_mask)
         while True:
             engine = self._engine(df, label)
             try:

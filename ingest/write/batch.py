@@ -20,9 +20,10 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
-from ingest.errors import BadRecordError
+from ingest.errors import BadRecordError, TableNotFound
 from ingest.faults import crash_point
 from ingest.hudi import schema as avro
+from ingest.hudi.commit_metadata import WriteStat
 from ingest.hudi.file_system_view import FileSlice
 from ingest.hudi.snapshot import ReadContext
 from ingest.hudi.table import HudiTable
@@ -52,6 +53,7 @@ class CommitResult:
     files: int = 0
     rolled_back: tuple[str, ...] = ()
     durations: Mapping[str, float] = field(default_factory=dict)
+    stats: tuple[WriteStat, ...] = ()       # the commit's write stats, for metrics
 
     def log_line(self, batch: BatchId | None = None) -> str:
         c = self.counts
@@ -86,11 +88,21 @@ def incoming_avro_schema(arrow_schema: pa.Schema, table_name: str) -> avro.AvroS
     return avro.without_null_fields(avro.arrow_to_avro(rec.data_schema(arrow_schema), table_name))
 
 
-def open_table(options: WriteOptions, arrow_schema: pa.Schema) -> HudiTable:
+def open_for_write(options: WriteOptions, arrow_schema: pa.Schema) -> tuple[HudiTable, WriteOptions]:
+    """The table (created if absent) and the options as its writer uses them (`WriteOptions.for_table`)."""
     schema = incoming_avro_schema(arrow_schema, options.table_name)
+    try:
+        options = options.for_table(HudiTable.open(options.table_path, options.storage_options).config.props)
+    except TableNotFound:
+        pass
     table = HudiTable.open_or_create(options.table_path, options.table_settings(), schema, options.storage_options)
+    options = options.for_table(table.config.props)
     table.config.check_compatible(options.table_path, options.identity_settings())
-    return table
+    return table, options
+
+
+def open_table(options: WriteOptions, arrow_schema: pa.Schema) -> HudiTable:
+    return open_for_write(options, arrow_schema)[0]
 
 
 def write_batch(
@@ -106,7 +118,7 @@ def write_batch(
     timings: dict[str, float] = {}
     t0 = time.monotonic()
     arrow_schema = engine.schema(data)
-    table = open_table(options, arrow_schema)
+    table, options = open_for_write(options, arrow_schema)
     ordering_field = table.config.precombine_field or options.precombine_field
     with phase("preparing the records"):
         prepared = engine.prepare(data, options, ordering_field)
@@ -143,6 +155,7 @@ def write_batch(
         files=len(result.stats),
         rolled_back=txn.rolled_back,
         durations=timings,
+        stats=tuple(result.stats),
     )
 
 

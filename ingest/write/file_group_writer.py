@@ -1,10 +1,13 @@
 """Writing one file group's share of a commit, in the executor that holds its records.
 
-Per file group and instant: one AVRO_DATA block with the upserts and one DELETE block with the
-deletes, appended to the slice's current log file where that is safe (the storage appends, and the
+Per file group and instant: AVRO_DATA blocks with the upserts, cut at `log_block_max_bytes` of
+records (`hoodie.logfile.data.block.max.size`, as `HoodieAppendHandle` flushes a block), then one
+DELETE block with the deletes, appended to the slice's current log file where that is safe (the storage appends, and the
 file is under the size limit), otherwise written as the next log file version. A new file group in
 `insert_mode: base` gets a parquet base file instead. A marker is written before any file is touched,
-so a crash leaves a complete list of what to undo.
+so a crash leaves a complete list of what to undo. The write stat is filled as `HoodieAppendHandle`
+fills it: `logFiles` is the slice's log files plus the one written, `fileSizeInBytes` the whole log
+file's size after the append, `totalWriteBytes` the bytes this commit added.
 
 A retried task may find bytes an earlier attempt of the same task appended past the size the driver
 planned: they belong to this instant and this task only, so the file is cut back to the planned size
@@ -66,6 +69,7 @@ class FileGroupTarget:
     base_file: str | None = None       # that slice's base file name
     latest_log: str | None = None      # that slice's newest log file name
     latest_log_size: int = 0           # its size when the commit was planned
+    log_files: tuple[str, ...] = ()    # that slice's log file names, oldest first
 
     @property
     def is_new(self) -> bool:
@@ -84,6 +88,7 @@ class WriteContext:
     writer_schema: avro.AvroSchema      # with meta fields
     insert_mode: InsertMode = InsertMode.LOG
     log_max_bytes: int = 1024 * 1024 * 1024
+    log_block_max_bytes: int = 256 * 1024 * 1024
     base_file_options: BaseFileOptions = BaseFileOptions()
 
     @property
@@ -92,16 +97,21 @@ class WriteContext:
 
 
 def with_meta_columns(upserts: pa.Table, instant: str, partition_id: int, file_names: Sequence[str],
-                      group_sizes: Sequence[int]) -> pa.Table:
+                      group_sizes: Sequence[int], *, log_records: bool) -> pa.Table:
     """Fill the five `_hoodie_*` columns as Hudi's write handles do, for rows of consecutive groups.
 
-    Rows come group after group (`group_sizes`); each group is one file group: its records are
-    numbered from 0 in `_hoodie_commit_seqno` and carry its file name.
+    Rows come group after group (`group_sizes`); each group is one file group and carries its file
+    name. `_hoodie_commit_seqno` is `<instant>_<task partition>_<n>` (`HoodieRecord.generateSequenceId`).
+    In a base file `n` counts the file's records from 0 (the parquet writer's written-record count);
+    in log files it is `HoodieAppendHandle`'s JVM-wide `RECORD_COUNTER`, which starts at 1 and is not
+    reset between file groups: here it runs across the task's log records, as in a fresh executor.
     """
     n = upserts.num_rows
     sizes = np.asarray(group_sizes, dtype=np.int64)
-    starts = np.repeat(np.cumsum(sizes) - sizes, sizes)
-    counter = np.arange(n, dtype=np.int64) - starts
+    if log_records:
+        counter = np.arange(1, n + 1, dtype=np.int64)
+    else:
+        counter = np.arange(n, dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes)
     seq = pc.binary_join_element_wise(
         pa.scalar(f"{instant}_{partition_id}_"), pa.array(counter).cast(pa.string()), "",
     ) if n else pa.array([], pa.string())
@@ -166,22 +176,38 @@ def write_file_groups(
     if logs:
         started = time.monotonic()
         contents = _data_contents(ctx, [groups[i] for i in logs], task)
-        for i, content in zip(logs, contents, strict=True):
+        for i, blocks in zip(logs, contents, strict=True):
             target, upserts, deletes = groups[i]
-            stats[i] = _write_log(ctx, target, upserts, deletes, content, task, started)
+            stats[i] = _write_log(ctx, target, upserts, deletes, blocks, task, started)
     return [s for s in stats if s is not None]
 
 
+def block_cuts(record_ends: np.ndarray, max_bytes: int) -> list[int]:
+    """Where a group's records are cut into data blocks: indexes into `record_ends` (the records'
+    end offsets, framed, from the group's start at 0), each block holding the longest run whose
+    content (8 bytes of version and count, then the framed records) stays within `max_bytes`;
+    a record too big on its own gets a block of its own, as `HoodieAppendHandle.flushToDiskIfRequired`
+    flushes before every record once its estimate says none fits."""
+    cuts, start, n = [], 0, len(record_ends)
+    while start < n:
+        base = int(record_ends[start - 1]) if start else 0
+        end = int(np.searchsorted(record_ends, base + max_bytes - 8, side="right"))
+        start = min(max(end, start + 1), n)
+        cuts.append(start)
+    return cuts
+
+
 def _data_contents(ctx: WriteContext, groups: Sequence[tuple[FileGroupTarget, pa.Table, pa.Table]],
-                   task: TaskIdentity) -> list[list[memoryview | bytes] | None]:
-    """AVRO_DATA content per group, as pieces of one encoder pass's output (None where a group has no
-    upserts). The pieces are views: the encoded records are not copied again before the file write."""
+                   task: TaskIdentity) -> list[list[list[memoryview | bytes]]]:
+    """AVRO_DATA block contents per group, as pieces of one encoder pass's output (none where a group
+    has no upserts); a group's records are split into blocks of at most `log_block_max_bytes`. The
+    pieces are views: the encoded records are not copied again before the file write."""
     with_rows = [(t, u) for t, u, _ in groups if u.num_rows]
     if not with_rows:
-        return [None] * len(groups)
+        return [[] for _ in groups]
     rows = pa.concat_tables([u.select(with_rows[0][1].column_names) for _, u in with_rows])
     rows = with_meta_columns(rows, ctx.instant, task.partition_id, [t.file_id for t, _ in with_rows],
-                             [u.num_rows for _, u in with_rows])
+                             [u.num_rows for _, u in with_rows], log_records=True)
     encoded = avro_encoder.encode_batch(_writer_columns(rows, ctx.writer_schema), ctx.writer_schema)
     framed = [memoryview(b) for b in encoded.framed()]
     starts = np.cumsum([0] + [len(b) for b in framed]).tolist()
@@ -196,15 +222,16 @@ def _data_contents(ctx: WriteContext, groups: Sequence[tuple[FileGroupTarget, pa
                 out.append(buf[lo - at:hi - at])
         return out
 
-    out: list[list[memoryview | bytes] | None] = []
+    out: list[list[list[memoryview | bytes]]] = []
     row = 0
     for _, upserts, _ in groups:
         n = upserts.num_rows
-        if not n:
-            out.append(None)
-            continue
-        out.append([struct.pack(">ii", DATA_BLOCK_VERSION, n), *span(int(offsets[row]), int(offsets[row + n]))])
-        row += n
+        blocks, first = [], row
+        for cut in block_cuts(offsets[first + 1:first + n + 1] - offsets[first], ctx.log_block_max_bytes):
+            end = first + cut
+            blocks.append([struct.pack(">ii", DATA_BLOCK_VERSION, end - row), *span(int(offsets[row]), int(offsets[end]))])
+            row = end
+        out.append(blocks)
     return out
 
 
@@ -212,9 +239,11 @@ def _write_base_file(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Tab
                      task: TaskIdentity, started: float) -> WriteStat:
     name = BaseFileName(target.file_id, task.write_token, ctx.instant).name
     path = target.path(name)
-    rows = _writer_columns(with_meta_columns(upserts, ctx.instant, task.partition_id, [name], [upserts.num_rows]),
+    # Sorted before numbering: the parquet writer numbers records in the order it writes them.
+    upserts = upserts.sort_by(KEY)
+    rows = _writer_columns(with_meta_columns(upserts, ctx.instant, task.partition_id, [name], [upserts.num_rows],
+                                             log_records=False),
                            ctx.writer_schema)
-    rows = rows.sort_by(avro.RECORD_KEY)
     data, stats = encode_base_file(rows, ctx.writer_schema, ctx.base_file_options, path=path)
     markers.create(ctx.storage, ctx.instant, target.partition_path, name, markers.IOType.CREATE)
     if not ctx.storage.create(path, data):
@@ -232,11 +261,13 @@ def _write_base_file(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Tab
     )
 
 
-def _blocks(ctx: WriteContext, content: list[memoryview | bytes] | None, deletes: pa.Table) -> list:
-    """The bytes to add to the log file: a data block of `content`, then a delete block, as pieces."""
+def _blocks(ctx: WriteContext, contents: list[list[memoryview | bytes]], deletes: pa.Table) -> list:
+    """The bytes to add to the log file: the data blocks of `contents`, then one delete block (as
+    `HoodieAppendHandle.appendDataAndDeleteBlocks` appends deletes after all data blocks), as pieces."""
     parts: list = []
-    if content is not None:
-        parts.extend(block_parts(BlockType.AVRO_DATA, data_block_header(ctx.instant, ctx.schema_json), content))
+    header = data_block_header(ctx.instant, ctx.schema_json)
+    for content in contents:
+        parts.extend(block_parts(BlockType.AVRO_DATA, header, content))
     if deletes.num_rows:
         keys = deletes.column(KEY).to_pylist()
         partitions = deletes.column(PARTITION).to_pylist()
@@ -246,9 +277,9 @@ def _blocks(ctx: WriteContext, content: list[memoryview | bytes] | None, deletes
 
 
 def _write_log(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Table, deletes: pa.Table,
-               content: list[memoryview | bytes] | None, task: TaskIdentity, started: float) -> WriteStat:
+               contents: list[list[memoryview | bytes]], task: TaskIdentity, started: float) -> WriteStat:
     storage = ctx.storage
-    data = _blocks(ctx, content, deletes)
+    data = _blocks(ctx, contents, deletes)
     data_bytes = data_size(data)
     base_instant = target.base_instant or ctx.instant
     appended = False
@@ -290,5 +321,12 @@ def _write_log(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Table, de
         log_version=parsed.version if parsed else 1,
         log_offset=offset,
         base_file=target.base_file or "",
-        log_files=(name,),
+        log_files=_stat_log_files(target, name),
     )
+
+
+def _stat_log_files(target: FileGroupTarget, written: str) -> tuple[str, ...]:
+    """`HoodieAppendHandle.init`/`updateWriteStat`: the slice's log files as `FileSlice.getLogFiles`
+    lists them (newest first), then the file written if it is not among them."""
+    names = tuple(reversed(target.log_files))
+    return names if written in names else (*names, written)

@@ -8,14 +8,14 @@ typed form the pipeline configuration (`ingest.config`) builds and the sink and 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from functools import cached_property
 from typing import Any
 
 from ingest.errors import ConfigError
 from ingest.hudi.bucket_index import bucket_index_write_config, hash_fields_from_config
-from ingest.hudi.key_generator import KeyGeneratorSpec
+from ingest.hudi.key_generator import COMPLEX_NEW_ENCODING, KeyGeneratorSpec, complex_key_encoding
 from ingest.hudi.table_config import TableConfigKey
 from ingest.write.file_group_writer import InsertMode
 
@@ -76,12 +76,15 @@ class WriteOptions:
     insert_mode: InsertMode = InsertMode.LOG
     file_group_max_bytes: int = 120 * 1024 * 1024
     log_file_max_bytes: int = 1024 * 1024 * 1024
+    log_block_max_bytes: int = 256 * 1024 * 1024
     delete_flag_column: str | None = None
     checkpoint_id: str = "default_single_writer"
     storage_options: Mapping[str, Any] = field(default_factory=dict)
     parquet_compression: str = "snappy"
     jvm_timezone: str = "UTC"
     lock_expiry_seconds: float = 60.0
+    # Column names Avro refuses are renamed with this mask (HoodieStreamer's sanitizing); None refuses them.
+    invalid_name_mask: str | None = None
 
     @cached_property
     def keygen(self) -> KeyGeneratorSpec:
@@ -117,12 +120,20 @@ class WriteOptions:
             ))
         return {k: v for k, v in settings.items() if v is not None and v != ""}
 
+    def for_table(self, table_props: Mapping[str, str]) -> WriteOptions:
+        """These options as a writer of the existing table `table_props` describes: with the key form
+        the table records where the config gives none (raises ConfigError if neither says)."""
+        encoding = complex_key_encoding(table_props, self.hudi)
+        if encoding is None or self.hudi.get(COMPLEX_NEW_ENCODING) == encoding:
+            return self
+        return replace(self, hudi={**self.hudi, COMPLEX_NEW_ENCODING: encoding})
+
     def identity_settings(self) -> dict[str, str]:
         """Settings that must agree with an existing table's (they define what a record is)."""
         keys = {
             TableConfigKey.RECORD_KEY_FIELDS.key, TableConfigKey.PARTITION_FIELDS.key,
             TableConfigKey.PRECOMBINE_FIELD.key, TableConfigKey.KEY_GENERATOR_CLASS.key,
             TableConfigKey.HIVE_STYLE_PARTITIONING.key, TableConfigKey.URL_ENCODE_PARTITIONING.key,
-            TableConfigKey.PAYLOAD_CLASS.key, TableConfigKey.NAME.key,
+            TableConfigKey.PAYLOAD_CLASS.key, TableConfigKey.NAME.key, COMPLEX_NEW_ENCODING,
         }
         return {k: v for k, v in self.table_settings().items() if k in keys}

@@ -129,6 +129,7 @@ def build_plan(txn: Transaction, options: WriteOptions) -> WritePlan:
                 base_file=slice_.base_file.name.name if slice_.base_file else None,
                 latest_log=latest.name.name if latest else None,
                 latest_log_size=latest.size if latest else 0,
+                log_files=tuple(lf.name.name for lf in slice_.log_files),
             )
         if options.index.type is IndexType.BUCKET:
             try:
@@ -151,6 +152,7 @@ def build_plan(txn: Transaction, options: WriteOptions) -> WritePlan:
         writer_schema=txn.writer_schema,
         insert_mode=options.insert_mode,
         log_max_bytes=options.log_file_max_bytes,
+        log_block_max_bytes=options.log_block_max_bytes,
         base_file_options=BaseFileOptions(compression=options.parquet_compression),
     )
     return WritePlan(

@@ -1,0 +1,141 @@
+"""AWS Glue's Data Catalog through boto3, written to as Hudi's `AWSGlueCatalogSyncClient` writes to it.
+
+The same tables and partitions as the Hive Metastore gets (`ingest.catalog.registration`), through
+Glue's API: `CreateTable` with `EXTERNAL_TABLE`, `UpdateTable` (`SkipArchive` as
+`hoodie.datasource.meta.sync.glue.skip_table_archive` says), `BatchCreatePartition` and
+`BatchUpdatePartition` in requests of at most 100 partitions, `BatchDeletePartition` of at most 25.
+Locations are written `s3://` where the table's URL says `s3a://` (`s3aToS3`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ingest.catalog.registration import PartitionDefinition, TableDefinition
+from ingest.catalog.settings import SyncSettings
+from ingest.catalog.sync import CatalogTable
+from ingest.errors import IngestError
+
+EXTRA = "ingest[glue]"
+MAX_PARTITIONS_PER_REQUEST = 100
+MAX_DELETE_PARTITIONS_PER_REQUEST = 25
+
+
+def s3a_to_s3(url: str) -> str:
+    return "s3://" + url[len("s3a://"):] if url.startswith("s3a://") else url
+
+
+def _chunks(items: Sequence, size: int):
+    for i in range(0, len(items), size):
+        yield items[i:i + size]
+
+
+class GlueCatalog:
+    def __init__(self, settings: SyncSettings):
+        try:
+            import boto3
+        except ImportError as e:
+            raise IngestError(f"syncing to AWS Glue needs the {EXTRA} extra: pip install '{EXTRA}'") from e
+        self.glue = boto3.client("glue", region_name=settings.glue_region, endpoint_url=settings.glue_endpoint,
+                                 **dict(settings.aws_credentials))
+        self.skip_archive = settings.glue_skip_table_archive
+        self.catalog = {"CatalogId": settings.glue_catalog_id} if settings.glue_catalog_id else {}
+        where = settings.glue_endpoint or self.glue.meta.region_name
+        self.description = f"AWS Glue ({where})"
+        self._errors = self.glue.exceptions
+
+    def close(self) -> None:
+        self.glue.close()
+
+    def database_exists(self, database: str) -> bool:
+        try:
+            self.glue.get_database(Name=database, **self.catalog)
+            return True
+        except self._errors.EntityNotFoundException:
+            return False
+
+    def create_database(self, database: str) -> None:
+        self.glue.create_database(DatabaseInput={"Name": database, "Description": "automatically created by hoodie"},
+                                  **self.catalog)
+
+    def get_table(self, database: str, name: str) -> CatalogTable | None:
+        try:
+            table = self.glue.get_table(DatabaseName=database, Name=name, **self.catalog)["Table"]
+        except self._errors.EntityNotFoundException:
+            return None
+        sd = table.get("StorageDescriptor") or {}
+        return CatalogTable(
+            columns=tuple((c["Name"], c["Type"]) for c in sd.get("Columns") or []),
+            parameters=dict(table.get("Parameters") or {}),
+            serde_parameters=dict((sd.get("SerdeInfo") or {}).get("Parameters") or {}),
+        )
+
+    @staticmethod
+    def _columns(columns) -> list[dict]:
+        return [{"Name": n, "Type": t, "Comment": ""} for n, t in columns]
+
+    def _sd(self, table: TableDefinition, location: str) -> dict:
+        return {
+            "Columns": self._columns(table.columns), "Location": s3a_to_s3(location),
+            "InputFormat": table.input_format, "OutputFormat": table.output_format,
+            "SerdeInfo": {"SerializationLibrary": table.serde, "Parameters": dict(table.serde_parameters)},
+        }
+
+    def _table_input(self, table: TableDefinition, parameters: dict[str, str]) -> dict:
+        return {"Name": table.name, "TableType": "EXTERNAL_TABLE", "Parameters": parameters,
+                "PartitionKeys": self._columns(table.partition_keys), "StorageDescriptor": self._sd(table, table.location)}
+
+    def create_table(self, database: str, table: TableDefinition) -> None:
+        self.glue.create_table(DatabaseName=database, TableInput=self._table_input(table, dict(table.parameters)),
+                               **self.catalog)
+
+    def update_table(self, database: str, table: TableDefinition, parameters: dict[str, str]) -> None:
+        self.glue.update_table(DatabaseName=database, TableInput=self._table_input(table, parameters),
+                               SkipArchive=self.skip_archive, **self.catalog)
+
+    def set_parameters(self, database: str, name: str, parameters: dict[str, str]) -> None:
+        table = self.glue.get_table(DatabaseName=database, Name=name, **self.catalog)["Table"]
+        keep = ("Name", "Description", "Owner", "Retention", "StorageDescriptor", "PartitionKeys", "TableType")
+        table_input = {k: table[k] for k in keep if k in table}
+        table_input["Parameters"] = parameters
+        self.glue.update_table(DatabaseName=database, TableInput=table_input, SkipArchive=self.skip_archive,
+                               **self.catalog)
+
+    def partitions(self, database: str, name: str) -> dict[tuple[str, ...], str]:
+        out = {}
+        for page in self.glue.get_paginator("get_partitions").paginate(DatabaseName=database, TableName=name,
+                                                                        **self.catalog):
+            for p in page["Partitions"]:
+                out[tuple(p["Values"])] = p["StorageDescriptor"]["Location"]
+        return out
+
+    def _partition_input(self, table: TableDefinition, part: PartitionDefinition) -> dict:
+        return {"Values": list(part.values), "StorageDescriptor": self._sd(table, part.location)}
+
+    def add_partitions(self, database: str, table: TableDefinition, parts: Sequence[PartitionDefinition]) -> None:
+        for chunk in _chunks(parts, MAX_PARTITIONS_PER_REQUEST):
+            response = self.glue.batch_create_partition(
+                DatabaseName=database, TableName=table.name,
+                PartitionInputList=[self._partition_input(table, p) for p in chunk], **self.catalog)
+            errors = [e for e in response.get("Errors") or []
+                      if e.get("ErrorDetail", {}).get("ErrorCode") != "AlreadyExistsException"]
+            if errors:
+                raise RuntimeError(f"BatchCreatePartition failed for {len(errors)} partition(s): {errors[0]}")
+
+    def update_partitions(self, database: str, table: TableDefinition,
+                          parts: Sequence[PartitionDefinition]) -> None:
+        for chunk in _chunks(parts, MAX_PARTITIONS_PER_REQUEST):
+            response = self.glue.batch_update_partition(
+                DatabaseName=database, TableName=table.name,
+                Entries=[{"PartitionValueList": list(p.values), "PartitionInput": self._partition_input(table, p)}
+                         for p in chunk], **self.catalog)
+            if response.get("Errors"):
+                raise RuntimeError(f"BatchUpdatePartition failed: {response['Errors'][0]}")
+
+    def drop_partitions(self, database: str, table: TableDefinition, parts: Sequence[PartitionDefinition]) -> None:
+        for chunk in _chunks(parts, MAX_DELETE_PARTITIONS_PER_REQUEST):
+            response = self.glue.batch_delete_partition(
+                DatabaseName=database, TableName=table.name,
+                PartitionsToDelete=[{"Values": list(p.values)} for p in chunk], **self.catalog)
+            if response.get("Errors"):
+                raise RuntimeError(f"BatchDeletePartition failed: {response['Errors'][0]}")

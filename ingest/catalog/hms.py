@@ -1,0 +1,127 @@
+"""A Hive Metastore over its Thrift API, written to as Hudi's `HMSDDLExecutor` writes to it.
+
+Through `hmsclient`, which carries the Thrift bindings generated from Hive's `hive_metastore.thrift`
+(the `thrift` package runs them), so no JVM is needed. Tables are created with `create_table`, their
+columns and parameters changed with `alter_table_with_environment_context` (`CASCADE` for partitioned
+tables, as `updateTableDefinition` does), partitions added with `add_partitions`, updated with
+`alter_partitions` and dropped with `drop_partition` keeping the data. `createTime` is written in
+seconds, Hive's unit (Hudi casts milliseconds to an int, which overflows).
+"""
+
+from __future__ import annotations
+
+import getpass
+import time
+from collections.abc import Sequence
+from urllib.parse import urlparse
+
+from ingest.catalog.registration import PartitionDefinition, TableDefinition
+from ingest.catalog.sync import CatalogTable
+from ingest.errors import IngestError
+
+EXTRA = "ingest[hive]"
+
+
+def _thrift():
+    try:
+        from hmsclient import hmsclient
+        from hmsclient.genthrift.hive_metastore import ttypes
+    except ImportError as e:
+        raise IngestError(f"syncing to a Hive Metastore needs the {EXTRA} extra: pip install '{EXTRA}'") from e
+    return hmsclient, ttypes
+
+
+class HiveMetastore:
+    def __init__(self, uris: str):
+        hmsclient, self.t = _thrift()
+        self.description = f"the Hive Metastore at {uris}"
+        errors = []
+        for uri in [u.strip() for u in uris.split(",") if u.strip()]:
+            parsed = urlparse(uri)
+            try:
+                self.client = hmsclient.HMSClient(host=parsed.hostname, port=parsed.port or 9083)
+                self.client.open()
+                return
+            except Exception as e:  # try the next URI, as Hive's client does
+                errors.append(f"{uri}: {e}")
+        raise ConnectionError("; ".join(errors) or f"no metastore URI in {uris!r}")
+
+    def close(self) -> None:
+        self.client.close()
+
+    # -- databases and tables -------------------------------------------------------------------
+
+    def database_exists(self, database: str) -> bool:
+        try:
+            self.client.get_database(database)
+            return True
+        except self.t.NoSuchObjectException:
+            return False
+
+    def create_database(self, database: str) -> None:
+        self.client.create_database(self.t.Database(name=database, description="automatically created by hoodie",
+                                                    parameters={}))
+
+    def get_table(self, database: str, name: str) -> CatalogTable | None:
+        try:
+            table = self.client.get_table(database, name)
+        except self.t.NoSuchObjectException:
+            return None
+        return CatalogTable(
+            columns=tuple((c.name, c.type) for c in table.sd.cols),
+            parameters=dict(table.parameters or {}),
+            serde_parameters=dict(table.sd.serdeInfo.parameters or {}),
+        )
+
+    def _fields(self, columns) -> list:
+        return [self.t.FieldSchema(name=n, type=ty, comment="") for n, ty in columns]
+
+    def _sd(self, table: TableDefinition, location: str):
+        return self.t.StorageDescriptor(
+            cols=self._fields(table.columns), location=location, inputFormat=table.input_format,
+            outputFormat=table.output_format, compressed=False, numBuckets=-1,
+            serdeInfo=self.t.SerDeInfo(name=None, serializationLib=table.serde,
+                                       parameters=dict(table.serde_parameters)),
+            bucketCols=[], sortCols=[], parameters={},
+        )
+
+    def create_table(self, database: str, table: TableDefinition) -> None:
+        self.client.create_table(self.t.Table(
+            tableName=table.name, dbName=database, owner=getpass.getuser(), createTime=int(time.time()),
+            lastAccessTime=0, retention=0, sd=self._sd(table, table.location),
+            partitionKeys=self._fields(table.partition_keys), parameters=dict(table.parameters),
+            tableType="EXTERNAL_TABLE",
+        ))
+
+    def update_table(self, database: str, table: TableDefinition, parameters: dict[str, str]) -> None:
+        current = self.client.get_table(database, table.name)
+        current.sd = self._sd(table, current.sd.location)
+        current.parameters = dict(parameters)
+        context = self.t.EnvironmentContext(properties={"CASCADE": "true"} if table.partition_keys else {})
+        self.client.alter_table_with_environment_context(database, table.name, current, context)
+
+    def set_parameters(self, database: str, name: str, parameters: dict[str, str]) -> None:
+        current = self.client.get_table(database, name)
+        current.parameters = dict(parameters)
+        self.client.alter_table_with_environment_context(database, name, current, self.t.EnvironmentContext(
+            properties={}))
+
+    # -- partitions --------------------------------------------------------------------------------
+
+    def partitions(self, database: str, name: str) -> dict[tuple[str, ...], str]:
+        return {tuple(p.values): p.sd.location for p in self.client.get_partitions(database, name, -1)}
+
+    def _partition(self, database: str, table: TableDefinition, part: PartitionDefinition):
+        return self.t.Partition(values=list(part.values), dbName=database, tableName=table.name, createTime=0,
+                                lastAccessTime=0, sd=self._sd(table, part.location), parameters={})
+
+    def add_partitions(self, database: str, table: TableDefinition, parts: Sequence[PartitionDefinition]) -> None:
+        self.client.add_partitions([self._partition(database, table, p) for p in parts])
+
+    def update_partitions(self, database: str, table: TableDefinition,
+                          parts: Sequence[PartitionDefinition]) -> None:
+        self.client.alter_partitions(database, table.name, [self._partition(database, table, p) for p in parts])
+
+    def drop_partitions(self, database: str, table: TableDefinition, parts: Sequence[PartitionDefinition]) -> None:
+        for part in parts:
+            self.client.drop_partition(database, table.name, list(part.values), False)

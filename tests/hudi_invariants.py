@@ -1,0 +1,208 @@
+"""The rules Hudi's Java code relies on when it meets a table, checked on any table folder.
+
+Every scenario that writes a table (the property-based ones, the crash tests) calls `check(path)`,
+also right after an injected crash, when a Hudi writer, `hudi-cli` or a reader may be the next
+process to open the table. Each check names the Java code whose rule it keeps:
+
+* markers: `MarkerBasedRollbackStrategy.getRollbackRequests` turns every marker into a rollback
+  request for a base or log file (`FSUtils.getFileIdFromFilePath`, `FSUtils.getRelativePartitionPath`);
+  a marker naming anything else fails every Hudi writer's rollback of our failed instants;
+* Avro names: `org.apache.avro.Schema.Parser` (strict name validation) parses the SCHEMA header of every
+  log block (`HoodieDataBlock`), the `schema` of every commit (`TableSchemaResolver`) and the footer
+  schema of every base file (`AvroReadSupport`); the `avro` package's parser applies the same rules;
+* simple index: `HoodieSimpleIndex.fetchRecordLocationsForAffectedPartitions` reads keys from the latest
+  base files only (`HoodieIndexUtils.getLatestBaseFilesForPartition`) because
+  `HoodieSimpleIndex.canIndexLogFiles()` is false: for every index but BUCKET a live key must be in
+  the latest base file of its file group, or a Hudi writer tags its update as an insert;
+* rollback metadata: `HoodieTableMetadataUtil.processRollbackMetadata` calls
+  `getRollbackLogFiles().forEach` and `getLogFilesFromFailedCommit().forEach` without null checks, so
+  every `.rollback` must decode with Hudi 0.15's `HoodieRollbackMetadata` schema with every field set.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import avro.schema
+import fastavro
+import pyarrow.parquet as pq
+
+# FSUtils.LOG_FILE_PATTERN and the base file name of FSUtils.makeBaseFileName (Hudi 0.14/0.15).
+LOG_FILE = re.compile(r"^\.(.+)_(.*)\.(log|archive)\.(\d+)(_((\d+)-(\d+)-(\d+))(\.cdc)?)?$")
+BASE_FILE = re.compile(r"^([^_/]+)_(\d+-\d+-\d+)_(\d+)\.(parquet|orc|hfile)$")
+MARKER = re.compile(r"^(.*)\.marker\.(CREATE|MERGE|APPEND)$")
+
+# HoodieRollbackMetadata as Hudi 0.15.0 declares it (hudi-common/src/main/avro), used as reader schema.
+ROLLBACK_METADATA_0_15 = {
+    "type": "record", "name": "HoodieRollbackMetadata", "namespace": "org.apache.hudi.avro.model",
+    "fields": [
+        {"name": "startRollbackTime", "type": "string"},
+        {"name": "timeTakenInMillis", "type": "long"},
+        {"name": "totalFilesDeleted", "type": "int"},
+        {"name": "commitsRollback", "type": {"type": "array", "items": "string"}},
+        {"name": "partitionMetadata", "type": {"type": "map", "values": {
+            "type": "record", "name": "HoodieRollbackPartitionMetadata",
+            "fields": [
+                {"name": "partitionPath", "type": "string"},
+                {"name": "successDeleteFiles", "type": {"type": "array", "items": "string"}},
+                {"name": "failedDeleteFiles", "type": {"type": "array", "items": "string"}},
+                {"name": "rollbackLogFiles", "type": ["null", {"type": "map", "values": "long"}],
+                 "default": None},
+                {"name": "logFilesFromFailedCommit", "type": ["null", {"type": "map", "values": "long"}],
+                 "default": None},
+            ]}}},
+        {"name": "version", "type": ["int", "null"], "default": 1},
+        {"name": "instantsRollback", "default": [], "type": {"type": "array", "items": {
+            "type": "record", "name": "HoodieInstantInfo",
+            "fields": [{"name": "commitTime", "type": "string"}, {"name": "action", "type": "string"}]}}},
+    ],
+}
+
+
+def _meta_folder(table: Path) -> Path:
+    return table / ".hoodie"
+
+
+def marker_lines(table: Path) -> list[tuple[str, str]]:
+    """(instant, marker path relative to the instant's marker folder), of both marker kinds.
+
+    Direct markers are files; timeline-server-based ones are lines of `MARKERS<n>` files
+    (`MarkerUtils.readTimelineServerBasedMarkersFromFileSystem`), `MARKERS.type` naming the kind.
+    """
+    temp = _meta_folder(table) / ".temp"
+    out = []
+    if not temp.is_dir():
+        return out
+    for instant_dir in sorted(p for p in temp.iterdir() if p.is_dir()):
+        for f in sorted(p for p in instant_dir.rglob("*") if p.is_file()):
+            rel = f.relative_to(instant_dir).as_posix()
+            if rel == "MARKERS.type":
+                continue
+            if re.fullmatch(r"MARKERS\d+", rel):
+                out.extend((instant_dir.name, line) for line in f.read_text().splitlines() if line)
+            else:
+                out.append((instant_dir.name, rel))
+    return out
+
+
+def check_markers(table: Path) -> int:
+    lines = marker_lines(table)
+    for instant, rel in lines:
+        m = MARKER.match(rel)
+        assert m, f"marker {rel} of {instant} has no IOType suffix Hudi's IOType.valueOf accepts"
+        partition, _, name = m.group(1).rpartition("/")
+        assert not partition.startswith(".hoodie") and not name.startswith(".hoodie"), \
+            f"marker {rel} of {instant} names a file outside the data partitions"
+        assert BASE_FILE.match(name) or LOG_FILE.match(name), \
+            f"marker {rel} of {instant} names {name}, neither a base nor a log file"
+        if m.group(2) == "APPEND":
+            assert LOG_FILE.match(name), f"APPEND marker {rel} of {instant} does not name a log file"
+    return len(lines)
+
+
+def _data_files(table: Path):
+    for f in table.rglob("*"):
+        rel = f.relative_to(table).as_posix()
+        if f.is_file() and not rel.startswith(".hoodie/") and rel != ".hoodie":
+            yield f
+
+
+def _strict_parse(text: str, where: str) -> None:
+    try:
+        avro.schema.parse(text)
+    except Exception as e:  # SchemaParseException and its kin: the Java parser rejects the same
+        raise AssertionError(f"{where}: Avro's strict parser rejects the schema: {e}") from e
+
+
+def check_schemas(table: Path) -> int:
+    from ingest.hudi.log_reader import read_log_bytes
+
+    checked = 0
+    for f in _data_files(table):
+        if LOG_FILE.match(f.name):
+            for block in read_log_bytes(f.read_bytes()):
+                if block.is_corrupt:
+                    continue
+                schema = block.schema
+                if schema:
+                    _strict_parse(schema, f"{f} block at {block.offset}")
+                    checked += 1
+        elif BASE_FILE.match(f.name):
+            meta = pq.read_metadata(f).metadata or {}
+            for key, value in meta.items():
+                if key.endswith(b"avro.schema"):
+                    _strict_parse(value.decode(), f"{f} footer {key.decode()}")
+                    checked += 1
+    for f in sorted(_meta_folder(table).glob("*")):
+        if f.suffix in (".deltacommit", ".commit") and f.is_file() and f.stat().st_size:
+            schema = (json.loads(f.read_text()).get("extraMetadata") or {}).get("schema")
+            if schema:
+                _strict_parse(schema, f"{f} extraMetadata.schema")
+                checked += 1
+    return checked
+
+
+def check_rollbacks(table: Path) -> int:
+    checked = 0
+    for f in sorted(_meta_folder(table).glob("*.rollback")):
+        with f.open("rb") as fo:
+            records = list(fastavro.reader(fo, reader_schema=ROLLBACK_METADATA_0_15))
+        assert len(records) == 1, f"{f}: one HoodieRollbackMetadata record expected"
+        meta = records[0]
+        unset = [k for k, v in meta.items() if v is None]
+        assert not unset, f"{f}: fields not set: {unset}"
+        for partition, pm in meta["partitionMetadata"].items():
+            assert not partition.startswith(".hoodie"), f"{f}: rollback lists {partition} as a partition"
+            unset = [k for k, v in pm.items() if v is None]
+            assert not unset, f"{f} partition {partition!r}: fields Hudi dereferences are null: {unset}"
+        checked += 1
+    return checked
+
+
+def check_keys_in_base_files(table: Path) -> int:
+    """Every live key is in the latest committed base file of the file group that holds it."""
+    from ingest.hudi.snapshot import context, read_slice
+    from ingest.hudi.table import HudiTable
+
+    hudi_table = HudiTable.open(str(table))
+    timeline = hudi_table.timeline()
+    completed = timeline.completed_write_timestamps()
+    ctx, slices = context(hudi_table)
+    latest_base: dict[tuple[str, str], str] = {}
+    for group in hudi_table.view(timeline).file_groups():
+        bases = [s.base_file for s in group.slices
+                 if s.base_file is not None and s.base_file.name.instant in completed]
+        if bases:
+            latest_base[(group.partition_path, group.file_id)] = bases[-1].path
+    found = 0
+    for s in slices:
+        rows = read_slice(ctx, s)
+        if not rows.num_rows:
+            continue
+        where = (s.partition_path, s.file_id)
+        assert where in latest_base, (
+            f"file group {s.partition_path}/{s.file_id} holds {rows.num_rows} live keys but no committed "
+            f"base file: Hudi's simple index cannot find them")
+        base_keys = set(pq.read_table(table / latest_base[where], columns=["_hoodie_record_key"])
+                        .column(0).to_pylist())
+        missing = set(rows.column("_hoodie_record_key").to_pylist()) - base_keys
+        assert not missing, (
+            f"keys {sorted(missing)[:5]} of {s.partition_path}/{s.file_id} are only in log files: "
+            f"Hudi's simple index cannot find them")
+        found += rows.num_rows
+    return found
+
+
+def check(table: str | Path, bucket_index: bool) -> dict[str, int]:
+    """Run every invariant; returns what each one checked (so a caller can see it was not vacuous)."""
+    table = Path(table)
+    counts = {
+        "markers": check_markers(table),
+        "schemas": check_schemas(table),
+        "rollbacks": check_rollbacks(table),
+    }
+    if not bucket_index:
+        counts["keys_in_base_files"] = check_keys_in_base_files(table)
+    return counts
