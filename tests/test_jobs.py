@@ -363,6 +363,29 @@ def _backfill_config(folder: Path) -> Path:
 
 
 @pytest.mark.slow
+def test_a_backfill_commits_long_phases_print_progress_lines(spark, tmp_path, caplog, monkeypatch):
+    """As the stream's: each commit's long phases say how far they are (Spark's tasks from
+    `SparkContext.statusTracker`, paced like Spark's ConsoleProgressBar; no Hudi rule applies)."""
+    import logging
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ingest.pipeline import progress
+
+    monkeypatch.setattr(progress, "PHASE_INTERVAL", 0.0)
+    export = tmp_path / "export"
+    export.mkdir()
+    rows = [{"id": f"k{n:02d}", "part": f"p{n % 3}", "ts": 1, "v": f"v{n}"} for n in range(12)]
+    pq.write_table(pa.Table.from_pylist(rows), export / "part-0.parquet")
+    assert cli.main(["backfill", str(_backfill_config(tmp_path))]) == 0
+    lines = [r.getMessage() for r in caplog.records
+             if r.name == "ingest.pipeline.backfill" and r.levelno == logging.INFO]
+    assert any(x.startswith("backfill batch 0: writing the file groups") for x in lines), lines
+    assert any(re.search(r"Spark tasks \d+/\d+", x) for x in lines), lines
+
+
+@pytest.mark.slow
 def test_backfill_bulk_inserts_then_upserts_and_a_rerun_commits_nothing(spark, tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
