@@ -1,7 +1,8 @@
 """The `ingest` command line.
 
 Each subcommand lives in `ingest.commands.<module>` and exposes `register(subparsers)`; the
-parser it adds carries its handler as `func`. Handlers return a process exit code.
+parser it adds carries its handler as `func`. Handlers return a process exit code. Every command
+line follows the conventions of `ingest.commands.args` (`ingest COMMAND TARGET [options]`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import importlib
 import sys
 
 from ingest import __version__
+from ingest.commands.args import resolve_targets
 from ingest.errors import IngestError
 
 COMMAND_MODULES: tuple[str, ...] = (
@@ -39,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    resolve_targets(args)
     try:
         return int(args.func(args) or 0)
     except IngestError as e:

@@ -221,11 +221,12 @@ def rollback_instant(target: Target, instant_time: str, *, lease_expiry_seconds:
         if instant.action is Action.COMPACTION:
             raise IngestError(
                 f"{table.base_url}: compaction {instant_time} is pending; writers already route new data "
-                "around it, so it is finished, not rolled back: run `ingest compact --execute "
-                f"{instant_time}`"
+                f"around it, so it is finished, not rolled back: run `ingest compact {table.base_url} "
+                f"--execute {instant_time}`"
             )
         if instant.action is Action.CLEAN:
-            raise IngestError(f"{table.base_url}: clean {instant_time} is pending; finish it with `ingest clean`")
+            raise IngestError(f"{table.base_url}: clean {instant_time} is pending; finish it with "
+                              f"`ingest clean {table.base_url}`")
         if instant.action not in (Action.DELTA_COMMIT, Action.COMMIT):
             raise IngestError(f"{table.base_url}: a pending {kind} is not rolled back by ingest")
         if not commit.written_by_ingest(table, instant):

@@ -1,6 +1,6 @@
 """spark-submit entry point: load files into a pipeline's Hudi table, a commit per group of files.
 
-    spark-submit --py-files ingest.zip jobs/backfill.py --config backfill.yaml [--input PATH] \
+    spark-submit --py-files ingest.zip jobs/backfill.py backfill.yaml [--input PATH] \
         [--format parquet|json|csv|orc|avro] [--max-bytes-per-commit SIZE] [--set SECTION.KEY=VALUE ...]
 
 The same job as `ingest backfill` (ingest.pipeline.backfill); files an earlier run committed are

@@ -1,6 +1,6 @@
 """spark-submit entry point: stream a pipeline's Kafka topics into its Hudi table.
 
-    spark-submit --py-files ingest.zip jobs/stream_kafka.py --config pipeline.yaml \
+    spark-submit --py-files ingest.zip jobs/stream_kafka.py pipeline.yaml \
         [--set SECTION.KEY=VALUE ...] [--available-now]
 
 The same job as `ingest stream` (ingest.pipeline.stream): the package may be installed on the

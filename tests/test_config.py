@@ -279,7 +279,8 @@ def test_a_table_of_another_version_is_refused_naming_its_properties(tmp_path):
     props.write_text(props.read_text().replace("hoodie.table.type=MERGE_ON_READ", "hoodie.table.type=COPY_ON_WRITE"))
     with pytest.raises(ConfigError) as raised:
         load_config(write(tmp_path, base(tmp_path)))
-    assert str(raised.value) == f"{props}: table type COPY_ON_WRITE (only MERGE_ON_READ is supported)"
+    assert str(raised.value) == (f"{props}: table type COPY_ON_WRITE cannot be written (only MERGE_ON_READ is "
+                                 "written; MERGE_ON_READ and COPY_ON_WRITE tables are read)")
 
 
 # -- values: types, env, --set ------------------------------------------------------------------------

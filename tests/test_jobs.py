@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -294,6 +295,31 @@ def test_on_error_fail_stops_the_stream_at_the_first_undecodable_message(spark, 
     assert quarantined(tmp_path / "quarantine") == []
 
 
+@pytest.mark.slow
+def test_the_first_batchs_long_phases_print_progress_lines(spark, broker, tmp_path, caplog, monkeypatch):  # noqa: F811
+    """Reading and decoding, and the write, each say how far they are while they run, with Spark's
+    tasks done (`SparkContext.statusTracker`, as Spark's ConsoleProgressBar polls it). No Hudi rule
+    applies; the delay is set to 0 here so that a small batch's phases count as long."""
+    import logging
+
+    from ingest.config.loader import load_config
+    from ingest.pipeline import progress
+    from ingest.pipeline.stream import stream
+
+    monkeypatch.setattr(progress, "PHASE_INTERVAL", 0.0)
+    caplog.set_level(logging.INFO, logger="ingest.pipeline.stream")
+    topic = topic_name("events")
+    broker.create_topic(topic, 1)
+    broker.produce(topic, [(f"k{i}".encode(), json.dumps({"id": f"k{i}", "part": "p0", "ts": i, "v": "x"}).encode())
+                           for i in range(20)])
+    config = load_config(write_config(tmp_path, broker.bootstrap_servers, topic, max_offsets=100))
+    stream(config, available_now=True, spark=spark)
+    lines = [r.getMessage() for r in caplog.records if r.name == "ingest.pipeline.stream"]
+    assert any(x.startswith("batch 0: reading and decoding Kafka messages") for x in lines), lines
+    assert any(x.startswith("batch 0: writing the file groups") for x in lines), lines
+    assert any(re.search(r"Spark tasks \d+/\d+", x) for x in lines), lines
+
+
 def test_a_new_checkpoint_for_a_table_with_this_streams_batches_is_refused(spark, tmp_path):
     import pyarrow as pa
 
@@ -334,6 +360,29 @@ def _backfill_config(folder: Path) -> Path:
     path = folder / "backfill.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
+
+
+@pytest.mark.slow
+def test_a_backfill_commits_long_phases_print_progress_lines(spark, tmp_path, caplog, monkeypatch):
+    """As the stream's: each commit's long phases say how far they are (Spark's tasks from
+    `SparkContext.statusTracker`, paced like Spark's ConsoleProgressBar; no Hudi rule applies)."""
+    import logging
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ingest.pipeline import progress
+
+    monkeypatch.setattr(progress, "PHASE_INTERVAL", 0.0)
+    export = tmp_path / "export"
+    export.mkdir()
+    rows = [{"id": f"k{n:02d}", "part": f"p{n % 3}", "ts": 1, "v": f"v{n}"} for n in range(12)]
+    pq.write_table(pa.Table.from_pylist(rows), export / "part-0.parquet")
+    assert cli.main(["backfill", str(_backfill_config(tmp_path))]) == 0
+    lines = [r.getMessage() for r in caplog.records
+             if r.name == "ingest.pipeline.backfill" and r.levelno == logging.INFO]
+    assert any(x.startswith("backfill batch 0: writing the file groups") for x in lines), lines
+    assert any(re.search(r"Spark tasks \d+/\d+", x) for x in lines), lines
 
 
 @pytest.mark.slow

@@ -205,7 +205,7 @@ def test_rollback_command_rolls_back_a_pending_write_only(tmp_path, capsys):
     w.write(random_batch(random.Random(1), 60, keys=8, size=4))
     pending = compaction.schedule(w.table, ServiceSettings().compaction, force=True)
     assert main(["rollback", str(path), pending]) == 1
-    assert f"ingest compact --execute {pending}" in capsys.readouterr().err
+    assert f"ingest compact {w.table.base_url} --execute {pending}" in capsys.readouterr().err
     assert w.table.timeline().get(pending).state is State.REQUESTED
 
 

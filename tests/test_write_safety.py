@@ -282,3 +282,26 @@ def test_delta_write_stats_list_the_slices_log_files_and_the_whole_file_size(tab
     stat = _stat(table, appended)
     assert list(stat.log_files) == [names[2], names[1], names[0]]
     assert stat.file_size_in_bytes == os.path.getsize(Path(table_dir) / stat.path) > stat.total_write_bytes
+
+
+def test_conf_backfill_does_not_promise_running_alongside_the_stream(table_dir):
+    """One writer at a time, as Hudi's default `WriteConcurrencyMode.SINGLE_WRITER` ("Only one active
+    writer to the table"): a backfill with its own checkpoint identifier is refused while the stream
+    holds the lease, so conf/backfill.yaml must not offer to run alongside it."""
+    from ingest.config.loader import load_config
+    from ingest.pipeline.backfill import write_options
+
+    conf = Path(__file__).resolve().parent.parent / "conf" / "backfill.yaml"
+    config = load_config(conf, [f"table.path={table_dir}"], check_table=False)
+    backfill = write_options(config)
+    assert backfill.checkpoint_id == "orders-backfill-2023"
+    stream = WriterLock(Storage(str(table_dir)), expiry_seconds=60, description="orders-stream")
+    stream.acquire()
+    try:
+        data = pa.table({"order_id": ["o-1"], "region": ["emea"], "updated_at": pa.array([1], pa.int64())})
+        with pytest.raises(ConcurrentWriterError, match="one writer at a time"):
+            LocalWriter(backfill).write(data)
+    finally:
+        stream.release()
+    comments = " ".join(line.split("#", 1)[1] for line in conf.read_text().splitlines() if "#" in line).lower()
+    assert "alongside" not in comments and "one writer at a time" in comments

@@ -1,7 +1,7 @@
 """`ingest backfill`: load files into a pipeline's Hudi table, a commit per group of files.
 
-    ingest backfill --config conf/backfill.yaml [--input PATH] [--format parquet|json|csv|orc|avro]
-                    [--max-bytes-per-commit SIZE] [--set SECTION.KEY=VALUE ...]
+    ingest backfill conf/backfill.yaml [--input PATH] [--format parquet|json|csv|orc|avro]
+               [--max-bytes-per-commit SIZE] [--set SECTION.KEY=VALUE ...]
 
 `--input` (a file, a folder or a glob; default `source.files.path`) is read in path order. Each
 file's format comes from `--format`, else its extension (.parquet, .json/.jsonl/.ndjson, .csv, ...),
@@ -24,7 +24,7 @@ FORMATS = ("parquet", "json", "csv", "orc", "avro")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_common(parser)
+    add_common(parser, "source.files.max_files_per_trigger=50")
     parser.add_argument("--input", metavar="PATH", help="files to load: a file, folder or glob (default: source.files.path)")
     parser.add_argument("--format", choices=FORMATS, help="read every file as this format")
     parser.add_argument("--max-bytes-per-commit", default="1GiB", metavar="SIZE",

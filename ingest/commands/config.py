@@ -12,7 +12,8 @@ import sys
 
 import yaml
 
-from ingest.commands.job import INVALID
+from ingest.commands.args import add_set, pipeline_sets
+from ingest.commands.job import INVALID, add_config
 from ingest.config.loader import load_config
 from ingest.errors import ConfigError
 
@@ -24,15 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Check a pipeline configuration file (and, if the table exists, that it agrees with its "
         "hoodie.properties) and print it resolved, secrets redacted. Exit code 2 when it is invalid.",
     )
-    parser.add_argument("file", metavar="FILE", help="the YAML configuration")
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="SECTION.KEY=VALUE",
-        help="override one setting (repeatable), e.g. --set hudi.hoodie.index.type=BUCKET",
-    )
+    add_config(parser)
+    add_set(parser, "hudi.hoodie.index.type=BUCKET")
     parser.add_argument(
         "--no-table-check",
         action="store_true",
@@ -43,7 +37,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        config = load_config(args.file, args.overrides, check_table=not args.no_table_check)
+        config = load_config(args.config, pipeline_sets(args.overrides), check_table=not args.no_table_check)
     except ConfigError as e:
         print(f"ingest: error: {e}", file=sys.stderr)
         return INVALID

@@ -12,11 +12,11 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Iterable, Sequence
-from datetime import datetime
-from typing import Any, TextIO
+from typing import TextIO
 
-from ingest.commands.render import text_table
+import pyarrow as pa
+
+from ingest.commands.render import table_text
 
 DATA_COLUMNS = ("order_id", "region", "amount", "updated_at", "_hoodie_commit_time")
 QUARANTINE_COLUMNS = ("_kafka_topic", "_kafka_partition", "_kafka_offset", "_ingest_error", "value")
@@ -35,19 +35,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _text(value: Any) -> str:
-    """A cell as people read it: times in UTC with a Z, decimals as written, bytes as text."""
-    if value is None:
-        return "null"
-    if isinstance(value, datetime):
-        return value.isoformat().replace("+00:00", "Z")
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="backslashreplace")
-    return str(value)
-
-
-def _table(out: TextIO, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
-    text_table(out, columns, ([_text(v) for v in row] for row in rows), max_width=MAX_CELL)
+def _quarantine_view(bad: pa.Table) -> pa.Table:
+    """The quarantine's columns people look at; a message's value shown as the text it was sent as."""
+    bad = bad.sort_by([(c, "ascending") for c in ("_kafka_partition", "_kafka_offset") if c in bad.column_names])
+    columns = [bad.column(c) if c in bad.column_names else pa.nulls(bad.num_rows) for c in QUARANTINE_COLUMNS]
+    value = columns[-1].to_pylist()
+    columns[-1] = pa.array([v.decode("utf-8", "backslashreplace") if isinstance(v, bytes) else v for v in value],
+                           pa.string())
+    return pa.table(columns, names=["topic", "partition", "offset", "error", "value"])
 
 
 def show(out: TextIO, result) -> None:
@@ -66,19 +61,21 @@ def show(out: TextIO, result) -> None:
         out.write(f"  {i + 1:2d}. key={message.key.decode()} {value}  - {what}\n")
 
     table = HudiTable.open(config.table.path)
-    rows = sorted(read_snapshot(table).to_pylist(), key=lambda r: (r["region"], r["order_id"]))
+    rows = read_snapshot(table).select(list(DATA_COLUMNS)).sort_by([("region", "ascending"),
+                                                                    ("order_id", "ascending")])
     timeline = table.timeline()
-    out.write(f"\nTable {config.table.path} ({len(rows)} rows; "
+    out.write(f"\nTable {config.table.path} ({rows.num_rows} rows; "
               f"{len(timeline.completed(Action.DELTA_COMMIT))} delta commit(s), "
               f"{len(timeline.completed(Action.COMPACTION))} compaction(s)):\n\n")
-    _table(out, DATA_COLUMNS, ([r.get(c) for c in DATA_COLUMNS] for r in rows))
+    table_text(out, rows, max_width=MAX_CELL)
 
+    out.write(f"\nQuarantine {config.quarantine.path}")
     bad = quarantine.read_all(Storage(config.quarantine.path))
-    quarantined = [] if bad is None else sorted(bad.to_pylist(), key=lambda r: (r.get("_kafka_partition"),
-                                                                                r.get("_kafka_offset")))
-    out.write(f"\nQuarantine {config.quarantine.path} ({len(quarantined)} message(s)):\n\n")
-    _table(out, ("topic", "partition", "offset", "error", "value"),
-               ([r.get(c) for c in QUARANTINE_COLUMNS] for r in quarantined))
+    if bad is None:
+        out.write(" (0 message(s))\n")
+    else:
+        out.write(f" ({bad.num_rows} message(s)):\n\n")
+        table_text(out, _quarantine_view(bad), max_width=MAX_CELL)
     out.write(f"\nEverything stays in {result.folder}. Look around:\n"
               f"  ingest read {config.table.path} --format table\n"
               f"  ingest inspect table {config.table.path}\n"

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any, TextIO
 
+from ingest.commands.args import add_path
 from ingest.commands.render import json_safe
 from ingest.errors import SchemaEvolutionError, UnsupportedTable
 from ingest.hudi.delete_block import DeleteRecord
@@ -242,7 +243,7 @@ def register_table(subparsers: argparse._SubParsersAction) -> None:
         description="Print a Hudi table's properties, timeline (instant, action, state), pending table "
                     "services, partitions, and file groups with their file slices.",
     )
-    parser.add_argument("path", metavar="PATH", help="table base path: a local path or an fsspec URL")
+    add_path(parser)
     parser.add_argument("--json", action="store_true", help="one JSON object")
     parser.set_defaults(func=run_table)
 

@@ -11,6 +11,7 @@ import logging
 import sys
 from collections.abc import Callable
 
+from ingest.commands.args import add_set, add_target, pipeline_sets, resolve_targets
 from ingest.config.loader import load_config
 from ingest.errors import ConfigError, IngestError
 
@@ -18,11 +19,15 @@ log = logging.getLogger(__name__)
 INVALID = 2
 
 
-def add_common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", required=True, metavar="FILE", help="the pipeline's YAML configuration")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                        help="override one setting (repeatable), e.g. --set source.kafka.max_offsets_per_trigger=1000")
+def add_common(parser: argparse.ArgumentParser, example: str) -> None:
+    """The pipeline's FILE (positional, or `--config FILE`), `--set` with an example of this command's, -v."""
+    add_config(parser)
+    add_set(parser, example)
     parser.add_argument("-v", "--verbose", action="store_true", help="log at debug level, other libraries' info too")
+
+
+def add_config(parser: argparse.ArgumentParser) -> None:
+    add_target(parser, "config", "FILE", "the pipeline's YAML configuration", "--config")
 
 
 def run_job(args: argparse.Namespace, job: Callable[[object], object]) -> int:
@@ -32,7 +37,7 @@ def run_job(args: argparse.Namespace, job: Callable[[object], object]) -> int:
 
     logs.configure(args.verbose)
     try:
-        config = load_config(args.config, args.overrides)
+        config = load_config(args.config, pipeline_sets(args.overrides))
         for warning in config.warnings:
             log.warning("%s", warning)
         job(config)
@@ -47,6 +52,7 @@ def job_main(argv: list[str] | None, prog: str, doc: str, add: Callable, run: Ca
     parser = argparse.ArgumentParser(prog=prog, description=doc.split("\n\n")[0])
     add(parser)
     args = parser.parse_args(argv)
+    resolve_targets(args)
     try:
         return run(args)
     except IngestError as e:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ingest.commands.render import json_line, text_table
+from ingest.commands.args import add_path
+from ingest.commands.render import json_line, plain_rows, table_text
 from ingest.hudi.snapshot import read_incremental, read_snapshot
 from ingest.hudi.table import HudiTable
 
@@ -15,7 +16,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "read", help="print a table's rows",
         description="Print the rows of a Hudi table (meta fields included), as of now or of an instant.",
     )
-    parser.add_argument("path", metavar="PATH", help="table base path: a local path or an fsspec URL")
+    add_path(parser)
     parser.add_argument("--as-of", metavar="INSTANT", help="read the table as of this completed instant time")
     parser.add_argument("--since", metavar="INSTANT",
                         help="incremental read: only rows written by commits after this instant (up to --as-of)")
@@ -35,10 +36,9 @@ def run(args: argparse.Namespace) -> int:
         rows = rows.slice(0, args.limit)
     out = sys.stdout
     if args.format == "table":
-        records = rows.to_pylist()
-        text_table(out, rows.column_names, ([r[c] for c in rows.column_names] for r in records))
+        table_text(out, rows)
         out.write(f"({rows.num_rows} rows)\n")
     else:
-        for record in rows.to_pylist():
+        for record in plain_rows(rows):
             out.write(json_line(record) + "\n")
     return 0

@@ -1,6 +1,7 @@
-"""`ingest compact | clean | archive | rollback`: run one table service on a table now.
+"""`ingest compact | clean | archive | rollback PATH`: run one table service on a table now.
 
-Settings are Hudi's keys (`--set hoodie.cleaner.commits.retained=5`, repeatable) over Hudi's defaults.
+Settings are Hudi's keys (`--set hudi.hoodie.cleaner.commits.retained=5`, repeatable; the bare
+`hoodie.*` spelling too) over Hudi's defaults; the command line follows `ingest.commands.args`.
 Scheduling, cleaning, archiving and rolling back take the table's writer lease, so they refuse to run
 while a writer holds it (a running writer does them inline); executing a planned compaction does not.
 """
@@ -9,58 +10,44 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
 
 from ingest import services
-from ingest.errors import ConfigError
+from ingest.commands.args import add_path, add_set, hudi_sets
 from ingest.hudi.service_settings import ServiceSettings
 
 
-def parse_sets(pairs: Sequence[str] | None) -> dict[str, str]:
-    out = {}
-    for pair in pairs or ():
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"--set takes KEY=VALUE, got {pair!r}")
-        out[key.strip()] = value.strip()
-    return out
-
-
 def _settings(args: argparse.Namespace) -> ServiceSettings:
-    return ServiceSettings.from_mapping(parse_sets(args.set), source="--set")
+    return ServiceSettings.from_mapping(hudi_sets(args.overrides), source="--set")
 
 
-def _add_common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--set", action="append", metavar="KEY=VALUE",
-                        help="a Hudi setting (hoodie.*), repeatable; Hudi's defaults otherwise")
+def _add_common(parser: argparse.ArgumentParser, example: str) -> None:
+    add_path(parser)
+    add_set(parser, f"{example} (Hudi's settings; Hudi's defaults otherwise)")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("compact", help="schedule and execute compaction of a table",
                               description="Schedule a compaction of every file slice with log files (under the "
                                           "writer lease) and execute pending compactions.")
-    p.add_argument("--path", required=True, help="the table's base path or URL")
+    _add_common(p, "hudi.hoodie.compaction.strategy=LogFileNumBasedCompactionStrategy")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--schedule-only", action="store_true", help="only write the plan")
     mode.add_argument("--execute", metavar="INSTANT", help="only execute this planned compaction")
-    _add_common(p)
     p.set_defaults(func=run_compact)
 
     p = subparsers.add_parser("clean", help="delete file slices no retained commit needs",
                               description="Finish interrupted cleans, then clean by hoodie.cleaner.policy.")
-    p.add_argument("--path", required=True, help="the table's base path or URL")
-    _add_common(p)
+    _add_common(p, "hudi.hoodie.cleaner.commits.retained=5")
     p.set_defaults(func=run_clean)
 
     p = subparsers.add_parser("archive", help="move old instants to the archived timeline",
                               description="Archive completed instants beyond hoodie.keep.max.commits.")
-    p.add_argument("--path", required=True, help="the table's base path or URL")
-    _add_common(p)
+    _add_common(p, "hudi.hoodie.keep.max.commits=50")
     p.set_defaults(func=run_archive)
 
     p = subparsers.add_parser("rollback", help="roll back a pending write",
                               description="Roll back a write that never completed (completed ones are refused).")
-    p.add_argument("path", metavar="PATH", help="the table's base path or URL")
+    add_path(p)
     p.add_argument("instant", metavar="INSTANT", help="the pending instant time")
     p.set_defaults(func=run_rollback)
 

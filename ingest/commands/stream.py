@@ -1,6 +1,6 @@
 """`ingest stream`: run a pipeline's Kafka stream into its Hudi table.
 
-    ingest stream --config conf/kafka-stream.yaml [--set SECTION.KEY=VALUE ...] [--available-now]
+    ingest stream conf/kafka-stream.yaml [--set SECTION.KEY=VALUE ...] [--available-now]
 
 Runs until stopped (SIGTERM or Ctrl-C stop it between batches, exit code 0), or with
 `--available-now` (or `stream.trigger: available_now`) until it has read what Kafka held when it
@@ -17,7 +17,7 @@ from ingest.commands.job import add_common, job_main, run_job
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_common(parser)
+    add_common(parser, "source.kafka.max_offsets_per_trigger=1000")
     parser.add_argument("--available-now", action="store_true",
                         help="read what the topics hold now, in batches, then stop")
 

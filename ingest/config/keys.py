@@ -221,7 +221,8 @@ KEYS: tuple[Key, ...] = (
         aliases=("hudi.hoodie.compaction.payload.class",)),
     Key("hudi.hoodie.datasource.write.streaming.checkpoint.identifier", Type.STRING, "Names this writer's "
         "batch ids in the commit metadata, so a replayed micro-batch is recognised and skipped; give each "
-        "stream writing the same table its own.", default="default_single_writer"),
+        "pipeline writing the same table its own (they write in turn: the writer lease admits one writer at a "
+        "time).", default="default_single_writer"),
     Key("hudi.hoodie.datasource.write.table.type", Type.CHOICE, "Table type.", default="MERGE_ON_READ",
         choices=("MERGE_ON_READ",), reason="ingest writes Merge-On-Read tables only",
         aliases=("hudi.hoodie.table.type", "hudi.hoodie.datasource.write.storage.type")),

@@ -780,6 +780,7 @@ class _Resolver:
             if not properties_file.present(storage):
                 return
             existing = TableConfig.load(storage)
+            existing.check_supported(table.path, write=True)  # a pipeline writes it
         except UnsupportedTable as e:
             raise ConfigError(str(e).removeprefix(f"{table.path}: "), source=properties) from None
         except Exception as e:  # noqa: BLE001 - any storage backend's error (missing credentials, network)

@@ -84,7 +84,7 @@ def context(table: HudiTable, as_of: str | None = None) -> tuple[ReadContext, li
         ordering_field=table.config.precombine_field,
         event_time=table.config.event_time_ordering,
     )
-    slices = table.view(timeline).latest_file_slices(as_of)
+    slices = table.view(timeline, as_of).latest_file_slices(as_of)
     return ctx, slices
 
 

@@ -4,7 +4,8 @@ This is the handle that readers, writers, table services and CLI commands open. 
 file listing of its own: `timeline()` and `view()` take fresh snapshots, so every caller decides
 explicitly which snapshot its decisions are made against.
 
-Tables of version 6 and 8 open for reading; only version 6 opens for writing (`open_or_create`).
+Tables of version 6, 8 and 9, Merge-On-Read or Copy-On-Write, open for reading (`open`); only version-6
+Merge-On-Read tables open for writing (`open_or_create`).
 """
 
 from __future__ import annotations
@@ -103,17 +104,22 @@ class HudiTable:
     def timeline(self) -> Timeline:
         return Timeline.load(self.storage, self.layout, self.config.timeline_zone)
 
-    def view(self, timeline: Timeline | None = None) -> FileSystemView:
+    def view(self, timeline: Timeline | None = None, as_of: str | None = None) -> FileSystemView:
+        """The file groups, less those replaced (as of `as_of`: a later replace does not hide a group)."""
         timeline = timeline or self.timeline()
-        return FileSystemView.load(self.storage, timeline, replaced=self.replaced_file_groups(timeline))
+        return FileSystemView.load(self.storage, timeline, replaced=self.replaced_file_groups(timeline, as_of))
 
     def commit_metadata(self, instant: Instant) -> CommitMetadata:
         return CommitMetadata.from_bytes(read_instant(self.storage, instant, self.layout))
 
-    def replaced_file_groups(self, timeline: Timeline) -> frozenset[tuple[str, str]]:
+    def replaced_file_groups(self, timeline: Timeline, as_of: str | None = None) -> frozenset[tuple[str, str]]:
+        """Groups retired by completed replacecommits at or before `as_of` (Hudi's
+        `isFileGroupReplacedBeforeOrOn`), every one when it is None."""
         out = set()
         # A version-8 clustering is a `clustering` instant that completes as a replacecommit.
         for instant in timeline.completed(Action.REPLACE_COMMIT, Action.CLUSTERING):
+            if as_of is not None and instant.timestamp > as_of:
+                continue
             raw = decode_metadata(read_instant(self.storage, instant, timeline.layout))
             for partition, file_ids in (raw.get("partitionToReplaceFileIds") or {}).items():
                 out.update((partition, f) for f in file_ids)

@@ -25,8 +25,11 @@ from ingest.storage import Storage
 
 __all__ = ["PROPERTIES_PATH", "checksum", "TableConfig", "TableConfigKey"]
 TABLE_VERSION = 6  # the version this library writes
-# Versions this library reads: 6 (Hudi 0.14/0.15) and 8 (Hudi 1.x: timeline layout 2, completion times).
-READABLE_VERSIONS = (6, 8)
+# Versions this library reads: 6 (Hudi 0.14/0.15), 8 (Hudi 1.0: timeline layout 2, completion times)
+# and 9 (Hudi 1.1: the same layout; ordering fields and merge mode in hoodie.properties).
+READABLE_VERSIONS = (6, 8, 9)
+WRITTEN_TABLE_TYPE = "MERGE_ON_READ"
+READABLE_TABLE_TYPES = ("MERGE_ON_READ", "COPY_ON_WRITE")
 
 DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
 OVERWRITE_WITH_LATEST_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
@@ -111,6 +114,7 @@ class TableConfigKey(Enum):
     ARCHIVELOG_FOLDER = ConfigKey("hoodie.archivelog.folder", "archived")
     CREATE_SCHEMA = ConfigKey("hoodie.table.create.schema", doc="Avro schema at creation, no meta fields.")
     BASE_FILE_FORMAT = ConfigKey("hoodie.table.base.file.format", "PARQUET")
+    TABLE_FORMAT = ConfigKey("hoodie.table.format", "native", doc="Table version 9: native, or another format's.")
     LOG_FILE_FORMAT = ConfigKey("hoodie.table.log.file.format", "HOODIE_LOG")
     POPULATE_META_FIELDS = ConfigKey("hoodie.populate.meta.fields", "true", _bool)
     TIMELINE_TIMEZONE = ConfigKey("hoodie.table.timeline.timezone", "LOCAL")
@@ -258,7 +262,12 @@ class TableConfig:
         return config
 
     def check_supported(self, where: str, *, write: bool = False) -> None:
-        """Refuse tables this library cannot read (versions other than 6 and 8) or, for `write`, write (not 6)."""
+        """Refuse tables this library cannot read or, for `write`, write.
+
+        Reading: versions 6, 8 and 9, Merge-On-Read and Copy-On-Write (a Copy-On-Write table is a
+        Merge-On-Read table whose slices never have log files), parquet base files, Hudi's own table
+        format. Writing: version 6 Merge-On-Read only.
+        """
         version = self.get(TableConfigKey.VERSION)
         table_type = self.raw(TableConfigKey.TABLE_TYPE)
         if write and version != TABLE_VERSION:
@@ -266,13 +275,21 @@ class TableConfig:
                 f"{where}: table version {version} cannot be written (only version {TABLE_VERSION} is written; "
                 f"versions {', '.join(map(str, READABLE_VERSIONS))} are read)"
             )
+        if write and table_type != WRITTEN_TABLE_TYPE:
+            raise UnsupportedTable(f"{where}: table type {table_type} cannot be written (only {WRITTEN_TABLE_TYPE} "
+                                   f"is written; {' and '.join(READABLE_TABLE_TYPES)} tables are read)")
         if version not in READABLE_VERSIONS:
             raise UnsupportedTable(
                 f"{where}: table version {version} (only versions {', '.join(map(str, READABLE_VERSIONS))} "
                 "are supported)"
             )
-        if table_type != "MERGE_ON_READ":
-            raise UnsupportedTable(f"{where}: table type {table_type} (only MERGE_ON_READ is supported)")
+        if table_type not in READABLE_TABLE_TYPES:
+            raise UnsupportedTable(f"{where}: table type {table_type} (only {' and '.join(READABLE_TABLE_TYPES)} "
+                                   "are supported)")
+        for key, supported in ((TableConfigKey.TABLE_FORMAT, "native"), (TableConfigKey.BASE_FILE_FORMAT, "PARQUET")):
+            value = self.get(key)
+            if value.upper() != supported.upper():
+                raise UnsupportedTable(f"{where}: {key.key}={value} (only {supported} is read)")
         if version >= 8:
             self._check_readable_merge(where)
 

@@ -24,10 +24,12 @@ from ingest.hudi.snapshot import ReadContext, read_slice
 from ingest.hudi.table import HudiTable
 from ingest.hudi.timeline import Timeline
 from ingest.index import key_state as ks
+from ingest.phases import phase
 from ingest.write.commit import WRITER_KEY
 from ingest.write.options import IndexType, WriteOptions
 
 MANIFEST = f"{ks.INDEX_ROOT}/_manifest.json"
+BOOTSTRAP_PHASE = "bootstrap of the key index"
 
 
 @dataclass(frozen=True)
@@ -121,12 +123,17 @@ def rebuild(
                           table.config.precombine_field, table.config.event_time_ordering)
         slices = table.view(timeline).latest_file_slices()
         store = ks.KeyStateStore(storage, ordering_type, options.index.global_scope)
-        if slice_reader is not None:
-            shards = slice_reader(ctx, slices, latest.timestamp)
-        else:
-            parts = [state_rows(ctx, s, ordering_type) for s in slices]
-            rows = pa.concat_tables(parts) if parts else ks.state_schema(ordering_type).empty_table()
-            shards = shard_of_rows(options, rows)
+        with phase(BOOTSTRAP_PHASE, total=len(slices), unit="file slices") as progress:
+            if slice_reader is not None:
+                shards = slice_reader(ctx, slices, latest.timestamp)
+                progress.advance(len(slices))
+            else:
+                parts = []
+                for s in slices:
+                    parts.append(state_rows(ctx, s, ordering_type))
+                    progress.advance()
+                rows = pa.concat_tables(parts) if parts else ks.state_schema(ordering_type).empty_table()
+                shards = shard_of_rows(options, rows)
         for name, shard_rows in shards:
             stamped = shard_rows.set_column(shard_rows.schema.get_field_index(ks.INSTANT), ks.INSTANT,
                                             pa.array([latest.timestamp] * shard_rows.num_rows, pa.string()))

@@ -44,11 +44,12 @@ from ingest.config.pipeline import FileInput, OnError, PipelineConfig
 from ingest.errors import BadRecordError, ConfigError
 from ingest.pipeline import hoodie_metrics, inputs
 from ingest.pipeline.inline_services import InlineServices
-from ingest.pipeline.progress import ProgressBar
+from ingest.pipeline.progress import PhaseReporter, ProgressBar
 from ingest.pipeline.session import spark_session
 from ingest.pipeline.stopping import stop_on_signals
 from ingest.pipeline.stream import CONFIG_METADATA_KEY
 from ingest.spark.sink import HudiSink
+from ingest.spark.status import task_progress
 from ingest.storage import Storage
 from ingest.write import quarantine
 from ingest.write.batch import CommitResult
@@ -258,7 +259,8 @@ def backfill(config: PipelineConfig, input: str | None = None, *, file_format: s
         metrics = hoodie_metrics.reporter(config.metrics, config.table.name)
         stop: list[str] = []
         total = sum(listing[i].size for i in todo)
-        with stop_on_signals(stop.append), ProgressBar(f"backfill {identifier}", len(todo), total) as bar:
+        with stop_on_signals(stop.append), ProgressBar(f"backfill {identifier}", len(todo), total) as bar, \
+                PhaseReporter(f"backfill {identifier}", log, probe=task_progress(spark)) as progress:
             for k, members in enumerate(groups):
                 if stop:
                     run.stopped_by = stop[0]
@@ -266,6 +268,7 @@ def backfill(config: PipelineConfig, input: str | None = None, *, file_format: s
                              sum(len(g) for g in groups[k:]))
                     break
                 batch = earlier.last_batch + 1 + k
+                progress.label = f"backfill batch {batch}"
                 chosen = [listing[i] for i in members]
                 t0 = time.monotonic()
                 spark.sparkContext.setJobDescription(f"ingest: backfill batch {batch} ({len(chosen)} files)")

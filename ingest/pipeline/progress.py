@@ -1,15 +1,26 @@
-"""A progress bar on stderr, drawn only when stderr is a terminal (logs and CI output stay clean).
+"""Progress for people: a bar on a terminal, and lines in the logs while a long phase runs.
 
-Log records emitted while the bar is shown go through `BarAwareHandler`, which clears the bar's line,
-writes the record and draws the bar again, so the two never share a line.
+The bar (stderr, drawn only when stderr is a terminal, so logs and CI output stay clean): log records
+emitted while it is shown go through `BarAwareHandler`, which clears the bar's line, writes the record
+and draws the bar again, so the two never share a line.
+
+The lines (`PhaseReporter`): while a batch runs, a phase (`ingest.phases`: reading and decoding,
+the key index's bootstrap, the write) that has run for `interval` seconds gets a log line, then one
+per `interval` at most, naming the phase, its count and the Spark tasks done, as Spark's own
+`ConsoleProgressBar` shows a stage only after it has run a while and then refreshes at a fixed
+period. Short phases print nothing; a first batch that reads for a minute says so as it goes.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
+import threading
 import time
+from collections.abc import Callable
 from typing import TextIO
+
+from ingest import phases
 
 _active: ProgressBar | None = None
 
@@ -103,3 +114,62 @@ class BarAwareHandler(logging.StreamHandler):
             bar.draw()
         else:
             super().emit(record)
+
+
+PHASE_INTERVAL = 5.0  # seconds: the first line of a phase after this long, then one per this long at most
+
+
+class PhaseReporter:
+    """Log lines for the long phases run while it is entered (a context manager).
+
+    `probe` adds what the engine knows (Spark: tasks done of the running stages); the lines go to
+    `logger` at INFO, prefixed with `label` (`batch 3`).
+    """
+
+    def __init__(self, label: str, logger: logging.Logger, interval: float | None = None,
+                 probe: Callable[[], str | None] | None = None):
+        self.label, self.log, self.probe = label, logger, probe
+        self.interval = PHASE_INTERVAL if interval is None else interval
+        self.last_line = float("-inf")
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._ticker: threading.Thread | None = None
+        self._listening = None
+
+    def _heard(self, p: phases.Phase) -> None:
+        if not p.finished:
+            self._maybe_report(p)
+
+    def _tick(self) -> None:
+        # Phases that do not count (a Spark job) are looked at by the clock.
+        while not self._stop.wait(min(self.interval, 1.0) or 0.05):
+            p = phases.active()
+            if p is not None:
+                self._maybe_report(p)
+
+    def _maybe_report(self, p: phases.Phase) -> None:
+        with self._lock:
+            now = time.monotonic()
+            if now - p.started < self.interval or now - self.last_line < self.interval:
+                return
+            self.last_line = now
+        try:
+            engine = self.probe() if self.probe is not None else None
+        except Exception as e:  # noqa: BLE001 - a progress line must never fail the write it reports
+            engine = None
+            self.log.debug("progress probe failed: %s", e)
+        extra = f", {engine}" if engine else ""
+        self.log.info("%s: %s%s (running for %.0fs)", self.label, p.text(), extra, now - p.started)
+
+    def __enter__(self) -> PhaseReporter:
+        self._listening = phases.listening(self._heard)
+        self._listening.__enter__()
+        self._ticker = threading.Thread(target=self._tick, name="ingest-progress", daemon=True)
+        self._ticker.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._listening.__exit__(*exc)
+        if self._ticker is not None:
+            self._ticker.join()

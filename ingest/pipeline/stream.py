@@ -29,15 +29,18 @@ from pyspark.sql.streaming import StreamingQuery
 
 from ingest.config.pipeline import OnError, PipelineConfig
 from ingest.errors import ConfigError, IngestError
+from ingest.phases import phase
 from ingest.pipeline import hoodie_metrics, undecodable
 from ingest.pipeline.checkpoint import check_fresh_start
 from ingest.pipeline.inline_services import InlineServices
 from ingest.pipeline.metrics import BatchReport, ProgressListener, measure_lag
+from ingest.pipeline.progress import PhaseReporter
 from ingest.pipeline.session import spark_session
 from ingest.pipeline.stopping import BatchGate, StopRequested, stop_on_signals
 from ingest.spark.decode import decode
 from ingest.spark.kafka_source import kafka_stream
 from ingest.spark.sink import HudiSink
+from ingest.spark.status import task_progress
 from ingest.storage import Storage
 from ingest.write.commit import BatchId
 
@@ -95,6 +98,7 @@ class StreamBatch:
         self.metadata = {CONFIG_METADATA_KEY: json.dumps(config.redacted(), sort_keys=True, separators=(",", ":"),
                                                          default=str)}
         self.failure: BaseException | None = None
+        self.spark_tasks = task_progress(spark)
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         try:
@@ -109,12 +113,14 @@ class StreamBatch:
         spark_context = self.spark.sparkContext
         spark_context.setJobDescription(f"ingest: batch {batch_id} into {config.table.name}")
         t0 = time.monotonic()
-        with decode(df, config.source.decoder) as decoded:
-            if self.quarantine is not None:
-                undecodable_count = undecodable.set_aside(decoded.errors, self.quarantine, str(batch_id))
-            else:
-                undecodable.fail_if_any(decoded.errors)
-                undecodable_count = 0
+        with PhaseReporter(f"batch {batch_id}", log, probe=self.spark_tasks), \
+                decode(df, config.source.decoder) as decoded:
+            with phase("reading and decoding Kafka messages"):
+                if self.quarantine is not None:
+                    undecodable_count = undecodable.set_aside(decoded.errors, self.quarantine, str(batch_id))
+                else:
+                    undecodable.fail_if_any(decoded.errors)
+                    undecodable_count = 0
             t1 = time.monotonic()
             result = self.sink.write(decoded.records, batch=BatchId(config.write.checkpoint_id, batch_id),
                                      extra_metadata=self.metadata)

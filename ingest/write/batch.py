@@ -28,6 +28,7 @@ from ingest.hudi.file_system_view import FileSlice
 from ingest.hudi.snapshot import ReadContext
 from ingest.hudi.table import HudiTable
 from ingest.index import bootstrap
+from ingest.phases import phase
 from ingest.storage import Storage
 from ingest.write import records as rec
 from ingest.write import tasks
@@ -119,7 +120,8 @@ def write_batch(
     arrow_schema = engine.schema(data)
     table, options = open_for_write(options, arrow_schema)
     ordering_field = table.config.precombine_field or options.precombine_field
-    prepared = engine.prepare(data, options, ordering_field)
+    with phase("preparing the records"):
+        prepared = engine.prepare(data, options, ordering_field)
     timings["prepare"] = time.monotonic() - t0
 
     t1 = time.monotonic()
@@ -141,7 +143,8 @@ def _write_and_commit(engine: Engine, options: WriteOptions, table: HudiTable, t
     timings["plan"] = time.monotonic() - t1
 
     t2 = time.monotonic()
-    result = engine.run(plan, prepared)
+    with phase("writing the file groups"):
+        result = engine.run(plan, prepared)
     timings["write"] = time.monotonic() - t2
     crash_point("after_data_write")
 
