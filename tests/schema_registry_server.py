@@ -11,14 +11,16 @@ Written from the registry's API reference (Schemas and Subjects, v1):
                                              topic name strategy (`<topic>-value`)
 
 Errors are JSON `{"error_code", "message"}`. With `users`, every request needs HTTP basic auth with
-one of them (401 otherwise). `stop()` and `start()` take the server down and bring it back on the
-same port; `requests` counts what was asked, by method and path.
+one of them (401 otherwise). With `tls` (a PEM certificate and key file) it speaks HTTPS. `stop()`
+and `start()` take the server down and bring it back on the same port; `requests` counts what was
+asked, by method and path.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import ssl
 import threading
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -26,8 +28,9 @@ from urllib.parse import unquote, urlsplit
 
 
 class SchemaRegistryServer:
-    def __init__(self, users: dict[str, str] | None = None, port: int = 0):
+    def __init__(self, users: dict[str, str] | None = None, port: int = 0, tls: tuple[str, str] | None = None):
         self.users = dict(users or {})
+        self.tls = tls
         self.schemas: list[str] = []                       # id - 1 -> schema text
         self.subjects: dict[str, list[int]] = {}           # subject -> ids by version - 1
         self.requests: Counter[str] = Counter()
@@ -51,6 +54,10 @@ class SchemaRegistryServer:
                 registry._handle(self, "POST")
 
         self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        if self.tls is not None:
+            context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            context.load_cert_chain(*self.tls)
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
         self.port = self._server.server_address[1]
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
@@ -70,7 +77,7 @@ class SchemaRegistryServer:
     def url(self, user: str | None = None) -> str:
         """The registry's base URL, with `user`'s credentials in it when given."""
         auth = f"{user}:{self.users[user]}@" if user else ""
-        return f"http://{auth}127.0.0.1:{self.port}"
+        return f"{'https' if self.tls else 'http'}://{auth}127.0.0.1:{self.port}"
 
     # -- the API --------------------------------------------------------------------------------
 

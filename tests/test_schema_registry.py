@@ -109,6 +109,30 @@ def test_a_registry_that_does_not_answer_fails_the_decode_naming_the_url_without
         refreshed(spec)
 
 
+def test_a_registry_over_tls_is_trusted_through_the_configured_ca(tmp_path):
+    """SchemaRegistryProvider.setUpSSLStores: with trust material configured, the registry's
+    certificate is checked against it (Hudi takes Java key stores; here the PEM CA of
+    source.schema_registry.ssl_ca_location); without it, a self-signed registry is refused."""
+    import shutil
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make the test certificate")
+    cert, key = tmp_path / "registry.pem", tmp_path / "registry.key"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True)
+    with SchemaRegistryServer(users=USERS, tls=(str(cert), str(key))) as server:
+        server.register("orders-value", json.dumps(V1))
+        where = settings(server, "orders-value").source
+        trusted = RegistrySettings(source=where, target=where, ssl_ca_location=str(cert), timeout_seconds=5)
+        assert decoder_spec("confluent-avro", registry=trusted, key_fields=["id"]).schema.names == ["id", "part", "ts"]
+        with pytest.raises(RegistryUnavailable, match=r"https://127.0.0.1:\d+/subjects/orders-value/versions/latest "
+                                                      r"did not answer: .*CERTIFICATE_VERIFY_FAILED"):
+            decoder_spec("confluent-avro", registry=RegistrySettings(source=where, target=where, timeout_seconds=5),
+                         key_fields=["id"])
+
+
 def test_subject_urls_from_a_base_url_and_suffixes():
     """HoodieMultiTableStreamer.populateSourceRegistryProp / populateTargetRegistryProp: without
     registry.url (targetUrl), the URL is baseUrl + topic + urlSuffix, else + sourceUrlSuffix
