@@ -7,7 +7,9 @@ AvroSerializer against it and produce to the embedded broker.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import pickle
 from pathlib import Path
 
 import pyarrow as pa
@@ -80,7 +82,10 @@ def test_writer_schemas_come_from_the_registry_once_per_process_and_unknown_ids_
     assert decoded.errors.column("error").to_pylist() == [
         f"schema id 99 is not registered in the schema registry at http://127.0.0.1:{server.port}"]
 
-    decode_batch(kafka_rows([v1, v2]), spec)
+    # A later batch's spec, unpickled in the executor, with its own client: the cache is by registry and id.
+    again = pickle.loads(pickle.dumps(dataclasses.replace(spec, registry=dataclasses.replace(spec.registry,
+                                                                                           timeout_seconds=6))))
+    decode_batch(kafka_rows([v1, v2]), again)
     assert server.requests["GET /schemas/ids/1"] == 1 and server.requests["GET /schemas/ids/2"] == 1, \
         "each id is asked for once per process"
 
