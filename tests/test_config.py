@@ -86,9 +86,17 @@ ERRORS = [
     ("not a Hudi key in the hudi section", set_(("hudi", "recordkey.field"), "id"), [],
      "{file}: hudi.recordkey.field: unknown key: keys of the hudi section are Hudi's (hoodie.*); did you mean "
      "hudi.hoodie.datasource.write.recordkey.field?"),
-    ("refused Hudi key", set_(("hudi", "hoodie.deltastreamer.schemaprovider.registry.url"), "http://registry:8081"),
-     [], "{file}: hudi.hoodie.deltastreamer.schemaprovider.registry.url: is not supported: ingest reads no schema "
-     "registry: give source.schema_file, and source.schema_files_by_id for Confluent schema ids"),
+    ("refused Hudi key", set_(("hudi", "hoodie.deltastreamer.transformer.class"), "a.b.Transformer"),
+     [], "{file}: hudi.hoodie.deltastreamer.transformer.class: is not supported: ingest applies no transformers: "
+     "shape records before they reach the topic or files"),
+    ("schema registry for JSON values",
+     set_(("hudi", "hoodie.deltastreamer.schemaprovider.registry.url"), "http://r:8081/subjects/o-value/versions/latest"),
+     [], "{file}: hudi.hoodie.deltastreamer.schemaprovider.registry.url: a schema registry serves source.format "
+     "confluent_avro, not json"),
+    ("schema registry URL that names no subject version",
+     set_(("hudi", "hoodie.streamer.schemaprovider.registry.url"), "https://u:pw@r:8081"),
+     [], "{file}: hudi.hoodie.streamer.schemaprovider.registry.url: 'https://r:8081' is not a schema registry "
+     "subject version URL (http[s]://[user:pass@]host[:port][/path]/subjects/<subject>/versions/latest)"),
     ("wrong type: integer", set_(("source", "kafka", "max_offsets_per_trigger"), "lots"), [],
      "{file}: source.kafka.max_offsets_per_trigger: expected an integer, got 'lots'"),
     ("wrong type: boolean", set_(("hudi", HIVE), "yes please"), [],

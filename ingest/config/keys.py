@@ -25,7 +25,10 @@ REDACTED = "<redacted>"
 # Spark's fs.s3a.secret.key, Azure account keys... Matched against the full name, map entries included.
 _SECRET_NAME = re.compile(
     r"password|passwd|secret|token|credential|jaas|private[._-]?key|account[._-]?key|access[._-]?key"
-    r"|connection[._-]?string",
+    r"|connection[._-]?string"
+    # Schema registry URLs may carry `user:password@` (HoodieStreamer's SchemaRegistryProvider sends it as
+    # basic auth): the whole URL is a secret; messages show it without the credentials.
+    r"|schemaprovider\.registry\.(?:target|base)?url$",
     re.IGNORECASE,
 )
 
@@ -149,7 +152,7 @@ SECTIONS: Mapping[str, str] = {
     "quarantine": "Where records that cannot be written go, when `stream.on_error` is `quarantine`.",
     "spark": "The Spark session the job starts.",
 }
-GROUPS = frozenset({*SECTIONS, "source.kafka", "source.files"})
+GROUPS = frozenset({*SECTIONS, "source.kafka", "source.files", "source.schema_registry"})
 
 KEYS: tuple[Key, ...] = (
     # -- table ------------------------------------------------------------------------------------
@@ -382,9 +385,30 @@ KEYS: tuple[Key, ...] = (
     Key("hudi.hoodie.commits.archival.batch", Type.INTEGER, "Archived instants per block of the archive.",
         default=10, minimum=1, service=True),
     # -- hudi: HoodieStreamer settings without an equivalent ------------------------------------
-    Key("hudi.hoodie.streamer.schemaprovider.registry.url", Type.REFUSED, "HoodieStreamer's schema registry.",
-        reason="ingest reads no schema registry: give source.schema_file, and source.schema_files_by_id for "
-        "Confluent schema ids", aliases=("hudi.hoodie.deltastreamer.schemaprovider.registry.url",)),
+    # -- hudi: HoodieStreamer's SchemaRegistryProvider (confluent_avro values) --------------------
+    Key("hudi.hoodie.streamer.schemaprovider.registry.url", Type.STRING, "confluent_avro: the Confluent Schema "
+        "Registry subject version records are read as, `http[s]://[user:pass@]host:port/subjects/<subject>/"
+        "versions/latest`; fetched again before every batch, so a new version reaches the next commit. "
+        "Credentials in the URL are sent as basic auth. The writer schema of each message's schema id comes "
+        "from the same registry (once per executor process); an id it does not know is a bad record, a "
+        "registry that does not answer fails the batch.",
+        aliases=_streamer("schemaprovider.registry.url")[1:]),
+    Key("hudi.hoodie.streamer.schemaprovider.registry.targetUrl", Type.STRING, "The subject version whose "
+        "schema gives the table's columns (a nullable field added in a new version becomes a new column).",
+        default_doc="`registry.url`", aliases=_streamer("schemaprovider.registry.targetUrl")[1:]),
+    Key("hudi.hoodie.streamer.schemaprovider.registry.baseUrl", Type.STRING, "Without `registry.url` / "
+        "`registry.targetUrl`: they are this + the topic + `urlSuffix` (HoodieMultiTableStreamer's rule), "
+        "e.g. `https://host:8081/subjects/`; needs exactly one topic.",
+        aliases=_streamer("schemaprovider.registry.baseUrl")[1:]),
+    Key("hudi.hoodie.streamer.schemaprovider.registry.urlSuffix", Type.STRING, "What follows the topic in "
+        "subject URLs built from `baseUrl`, e.g. `-value/versions/latest`.",
+        aliases=_streamer("schemaprovider.registry.urlSuffix")[1:]),
+    Key("hudi.hoodie.streamer.schemaprovider.registry.sourceUrlSuffix", Type.STRING, "Without `urlSuffix`: "
+        "the suffix of the source subject URL built from `baseUrl`.",
+        aliases=_streamer("schemaprovider.registry.sourceUrlSuffix")[1:]),
+    Key("hudi.hoodie.streamer.schemaprovider.registry.targetUrlSuffix", Type.STRING, "Without `urlSuffix`: "
+        "the suffix of the target subject URL built from `baseUrl`.",
+        aliases=_streamer("schemaprovider.registry.targetUrlSuffix")[1:]),
     Key("hudi.hoodie.streamer.transformer.class", Type.REFUSED, "HoodieStreamer's transformers.",
         reason="ingest applies no transformers: shape records before they reach the topic or files",
         aliases=_streamer("transformer.class")[1:]),
@@ -424,6 +448,16 @@ KEYS: tuple[Key, ...] = (
         "the configuration file. Or `schema`.", aliases=_streamer("schemaprovider.source.schema.file")),
     Key("source.schema_files_by_id", Type.ID_MAP, "confluent_avro: the writer schema file registered under each "
         "schema id (ids not listed are bad records).", default={}),
+    Key("source.schema_registry.ssl_ca_location", Type.STRING, "Schema registry over TLS: the CA certificate "
+        "(PEM file or folder) that signs the registry's certificate (Hudi's `schema.registry.ssl.truststore.*` "
+        "are Java key stores).", default_doc="the system's CAs"),
+    Key("source.schema_registry.ssl_certificate_location", Type.STRING, "Schema registry over mutual TLS: "
+        "this client's certificate (PEM; may hold the key too)."),
+    Key("source.schema_registry.ssl_key_location", Type.STRING, "Schema registry over mutual TLS: this "
+        "client's private key (PEM)."),
+    Key("source.schema_registry.ssl_key_password", Type.STRING, "The password of `ssl_key_location`'s key."),
+    Key("source.schema_registry.timeout_seconds", Type.NUMBER, "How long a schema registry request may take "
+        "before it counts as the registry not answering.", default=30.0, minimum=0.1),
     Key("source.key_fields", Type.LIST, "Columns that form the record key; tombstones (null values) fill them "
         "from the Kafka key and delete the record.",
         default_doc="the record key fields, when they are all top-level columns"),
@@ -777,7 +811,9 @@ A setting is secret when its last name segment is `key` (s3fs's access key id), 
 name, map entries included, contains `password`, `passwd`, `secret`, `token`, `credential`,
 `jaas`, `private.key`, `account.key`, `access.key` or `connection.string` (with `.`, `_` or `-`
 between words) and does not end in `provider`, `type`, `class`, `location`, `path` or `file` (those
-point at a secret rather than hold one). Secret values are shown as `<redacted>` in
+point at a secret rather than hold one). Schema registry URLs (`schemaprovider.registry.url`,
+`targetUrl`, `baseUrl`) are secret too, as they may carry `user:password@`; messages about the
+registry name it without the credentials. Secret values are shown as `<redacted>` in
 `validate-config` output, in the configuration's `repr`, in `PipelineConfig.redacted()` (what jobs
 record in commit metadata) and in logs; error messages never repeat them. Keep them out of the
 file with `${NAME}`.
@@ -808,7 +844,8 @@ have a clear equivalent and are read as it; give one spelling only, or the same 
 {streamer}
 
 Other HoodieStreamer properties are kept and warned about like any unused Hudi key, except
-`schemaprovider.registry.url` and `transformer.class`, which are refused (see below). Kafka client
+`transformer.class`, which is refused (see below); the `schemaprovider.registry.*` keys are read as
+HoodieStreamer's SchemaRegistryProvider reads them (`source.format: confluent_avro`). Kafka client
 properties (`bootstrap.servers`, `security.protocol`, ...) go under `source.kafka`.
 
 ### Index types

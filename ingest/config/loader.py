@@ -55,6 +55,7 @@ from ingest.hudi.bucket_index import hash_fields_from_config
 from ingest.hudi.heartbeat import HeartbeatSettings
 from ingest.hudi.table_config import PROPERTIES_PATH, TableConfig
 from ingest.kafka.decode import DecoderSpec, decoder_spec
+from ingest.kafka.registry import RegistrySettings, SubjectVersion, subject_urls
 from ingest.storage import Storage
 from ingest.write.file_group_writer import InsertMode
 from ingest.write.options import IndexOptions, IndexType, Operation, WriteOptions
@@ -72,8 +73,12 @@ KEEP_MIN, KEEP_MAX = "hudi.hoodie.keep.min.commits", "hudi.hoodie.keep.max.commi
 COMMITS_RETAINED = "hudi.hoodie.cleaner.commits.retained"
 RETAINED = {COMMITS_RETAINED: "KEEP_LATEST_COMMITS", "hudi.hoodie.cleaner.fileversions.retained": "KEEP_LATEST_FILE_VERSIONS"}
 COMPACT_INLINE, SCHEDULE_INLINE = "hudi.hoodie.compact.inline", "hudi.hoodie.compact.schedule.inline"
+REGISTRY = "hudi.hoodie.streamer.schemaprovider.registry."
+REGISTRY_KEYS = tuple(f"{REGISTRY}{k}" for k in ("url", "targetUrl", "baseUrl", "urlSuffix", "sourceUrlSuffix",
+                                                 "targetUrlSuffix"))
+REGISTRY_CLIENT_KEYS = tuple(k.name for k in K.KEYS if k.name.startswith("source.schema_registry."))
 KAFKA_ONLY = ("source.format", "source.schema_files_by_id", "source.key_fields", "source.key_source",
-              "source.key_format")
+              "source.key_format", *REGISTRY_KEYS, *REGISTRY_CLIENT_KEYS)
 # The config key behind each hoodie.properties entry the writer records (others keep their name).
 _TABLE_PROPERTY_KEYS = {
     "hoodie.table.name": "table.name",
@@ -642,17 +647,52 @@ class _Resolver:
                                        "source.schema_file")
         return schema, schema_file
 
+    def registry(self) -> RegistrySettings | None:
+        """HoodieStreamer's SchemaRegistryProvider settings, with ours for TLS; None without a registry."""
+        base = self.get(f"{REGISTRY}baseUrl")
+        try:
+            urls = subject_urls(self.get(f"{REGISTRY}url"), self.get(f"{REGISTRY}targetUrl"), base,
+                                tuple(self.get("source.kafka.topics") or ()),
+                                tuple(self.get(f"{REGISTRY}{k}") for k in ("urlSuffix", "sourceUrlSuffix",
+                                                                            "targetUrlSuffix")))
+            if urls is None:
+                for name in REGISTRY_KEYS[1:] + REGISTRY_CLIENT_KEYS:
+                    if self.given(name):
+                        self.fail(name, f"applies to a schema registry: give {REGISTRY}url")
+                return None
+            source_key = f"{REGISTRY}url" if self.given(f"{REGISTRY}url") else f"{REGISTRY}baseUrl"
+            target_key = f"{REGISTRY}targetUrl" if self.given(f"{REGISTRY}targetUrl") else source_key
+            source, target = SubjectVersion.parse(urls[0], source_key), SubjectVersion.parse(urls[1], target_key)
+        except ConfigError as e:
+            self.lower(e, f"{REGISTRY}url")
+        option = {k.rsplit(".", 1)[1]: self.get(k) for k in REGISTRY_CLIENT_KEYS}
+        if (option["ssl_key_location"] or option["ssl_key_password"]) and not option["ssl_certificate_location"]:
+            name = "source.schema_registry.ssl_key_" + ("location" if option["ssl_key_location"] else "password")
+            self.fail(name, "needs source.schema_registry.ssl_certificate_location (the key's certificate)")
+        return RegistrySettings(source=source, target=target, **option)
+
     def decoder(self, write: WriteOptions) -> DecoderSpec:
         value_format = self.get("source.format")
-        schema, schema_file = self._schema_choice(needs_avro=value_format != "json")
-        if not schema and not schema_file:
-            name, what = (("source.schema", "give source.schema (Spark DDL) or source.schema_file (Avro .avsc)")
-                          if value_format == "json" else
-                          ("source.schema_file", f"the {value_format} format reads an Avro schema (.avsc)"))
-            raise ConfigError(f"is required: {what}", source=self.origin_file, key=name)
-        ids = {i: self._relative_to_file(p, "source.schema_files_by_id")
-               for i, p in self.get("source.schema_files_by_id").items()}
-        common = dict(schema=schema, schema_file=schema_file, schema_files_by_id=ids)
+        registry = self.registry()
+        if registry is not None:
+            if value_format != "confluent_avro":
+                self.fail(f"{REGISTRY}url", f"a schema registry serves source.format confluent_avro, not "
+                                            f"{value_format}")
+            for name in ("source.schema", "source.schema_file", "source.schema_files_by_id"):
+                if self.given(name):
+                    self.fail(name, "contradicts the schema registry, where the schemas come from")
+            common: dict[str, Any] = dict(registry=registry)
+        else:
+            schema, schema_file = self._schema_choice(needs_avro=value_format != "json")
+            if not schema and not schema_file:
+                name, what = (("source.schema", "give source.schema (Spark DDL) or source.schema_file (Avro .avsc)")
+                              if value_format == "json" else
+                              ("source.schema_file", f"the {value_format} format reads an Avro schema (.avsc), "
+                                                     f"or give {REGISTRY}url"))
+                raise ConfigError(f"is required: {what}", source=self.origin_file, key=name)
+            ids = {i: self._relative_to_file(p, "source.schema_files_by_id")
+                   for i, p in self.get("source.schema_files_by_id").items()}
+            common = dict(schema=schema, schema_file=schema_file, schema_files_by_id=ids)
         spec_format = value_format.replace("_", "-")
         try:
             key_fields = self.get("source.key_fields")

@@ -16,8 +16,10 @@ Formats:
   Avro schema file).
 * `avro`: Avro binary without framing, written with the schema from a file.
 * `confluent-avro`: magic byte 0, a 4-byte big-endian schema id, then Avro binary. The writer
-  schema is the one registered for that id in `schema_files_by_id` when given (unknown ids are bad
-  records), else the spec's schema; records are resolved to the spec's schema.
+  schema is the one registered for that id: in a Confluent Schema Registry when the spec has one
+  (ingest.kafka.registry: fetched once per process; the source and target schemas are the subject's
+  versions), else in `schema_files_by_id` when given (unknown ids are bad records in both cases),
+  else the spec's schema; records are resolved to the spec's schema.
 
 JSON typing is strict: a value converts only when its JSON type is the declared one. Nothing becomes
 null unless it is JSON null or absent, and absent/null is an error for NOT NULL fields and key fields.
@@ -79,6 +81,7 @@ import pyarrow.json as pa_json
 
 from ingest.errors import ConfigError, SchemaEvolutionError
 from ingest.hudi.schema import avro_to_arrow
+from ingest.kafka import registry as schema_registry
 
 FORMATS = ("json", "avro", "confluent-avro")
 KEY_SOURCES = ("value", "kafka_key")
@@ -287,7 +290,8 @@ class DecoderSpec:
 
     `schema` is the declared value schema (the output columns). `avro_schema` is the Avro schema
     (JSON text) records are read as, for the Avro formats; `writer_schemas` maps Confluent schema
-    ids to the writer schema registered under them.
+    ids to the writer schema registered under them; `registry` is where the writer schemas of
+    Confluent schema ids are looked up instead (and where `schema` and `avro_schema` came from).
     """
 
     format: str
@@ -297,6 +301,7 @@ class DecoderSpec:
     key_format: str = "string"
     avro_schema: str | None = None
     writer_schemas: tuple[tuple[int, str], ...] = ()
+    registry: schema_registry.RegistrySettings | None = None
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
@@ -309,6 +314,9 @@ class DecoderSpec:
             raise ConfigError(f"the {self.format} format needs an Avro schema file", key="schema_file")
         if self.writer_schemas and self.format != "confluent-avro":
             raise ConfigError("schema ids only apply to confluent-avro", key="schema_files_by_id")
+        if self.registry is not None and (self.format != "confluent-avro" or self.writer_schemas):
+            raise ConfigError("a schema registry serves confluent-avro values, instead of schema files by id",
+                              key="schema_files_by_id")
         names = self.schema.names
         clash = sorted(set(names) & set(META_FIELDS.names))
         if clash:
@@ -357,10 +365,10 @@ def _read_text(path: str | Path) -> str:
         raise ConfigError(f"cannot read {path}: {e}", key="schema_file") from None
 
 
-def _avro_schema_text(path: str | Path) -> tuple[str, pa.Schema]:
+def _avro_record_schema(text: str, where: str, key: str) -> tuple[str, pa.Schema]:
+    """Avro schema text (checked to be a record schema fastavro parses) and its Arrow columns."""
     from fastavro.schema import SchemaParseException
 
-    text = _read_text(path)
     try:
         parsed = json.loads(text)
         _parsed_avro(json.dumps(parsed))
@@ -368,7 +376,11 @@ def _avro_schema_text(path: str | Path) -> tuple[str, pa.Schema]:
             raise ValueError("the top-level type must be a record")
         return json.dumps(parsed), avro_to_arrow(parsed)
     except (ValueError, KeyError, TypeError, SchemaEvolutionError, SchemaParseException) as e:
-        raise ConfigError(f"{path} is not a usable Avro record schema: {e}", key="schema_file") from None
+        raise ConfigError(f"{where} is not a usable Avro record schema: {e}", key=key) from None
+
+
+def _avro_schema_text(path: str | Path) -> tuple[str, pa.Schema]:
+    return _avro_record_schema(_read_text(path), str(path), "schema_file")
 
 
 def decoder_spec(
@@ -377,24 +389,36 @@ def decoder_spec(
     schema: str | None = None,
     schema_file: str | Path | None = None,
     schema_files_by_id: Mapping[int, str | Path] | None = None,
+    registry: schema_registry.RegistrySettings | None = None,
     key_fields: Sequence[str] = (),
     key_source: str = "value",
     key_format: str = "string",
 ) -> DecoderSpec:
     """A validated spec. JSON takes `schema` (Spark DDL) or `schema_file` (Avro); the Avro formats
-    take `schema_file`. With key_source=kafka_key and a plain-string key, a key field the schema
-    lacks is added as a non-null STRING column."""
-    if (schema is None) == (schema_file is None):
-        raise ConfigError("give exactly one of a DDL schema or an Avro schema file", key="schema")
-    avro_text = None
-    if schema is not None:
-        if format != "json":
-            raise ConfigError(f"the {format} format reads its schema from an Avro schema file", key="schema")
-        arrow = parse_ddl(schema)
+    take `schema_file`, or, for confluent-avro, a `registry` whose source subject version records
+    are read as and whose target version gives the columns (both fetched now: see `refreshed`).
+    With key_source=kafka_key and a plain-string key, a key field the schema lacks is added as a
+    non-null STRING column."""
+    if registry is not None:
+        if schema is not None or schema_file is not None:
+            raise ConfigError("the schema comes from the schema registry: give no schema or schema file",
+                              key="schema_file")
+        avro_text, _ = _avro_record_schema(schema_registry.subject_schema(registry, registry.source),
+                                           registry.source.shown, schema_registry.URL_KEY)
+        _, arrow = _avro_record_schema(schema_registry.subject_schema(registry, registry.target),
+                                       registry.target.shown, schema_registry.URL_KEY)
     else:
-        avro_text, arrow = _avro_schema_text(schema_file)  # type: ignore[arg-type]
-        if format == "json":
-            avro_text = None
+        if (schema is None) == (schema_file is None):
+            raise ConfigError("give exactly one of a DDL schema or an Avro schema file", key="schema")
+        avro_text = None
+        if schema is not None:
+            if format != "json":
+                raise ConfigError(f"the {format} format reads its schema from an Avro schema file", key="schema")
+            arrow = parse_ddl(schema)
+        else:
+            avro_text, arrow = _avro_schema_text(schema_file)  # type: ignore[arg-type]
+            if format == "json":
+                avro_text = None
     writers = tuple(sorted((int(i), _avro_schema_text(p)[0]) for i, p in (schema_files_by_id or {}).items()))
     key_fields = tuple(key_fields)
     if key_source == "kafka_key" and key_format == "string" and len(key_fields) == 1:
@@ -408,7 +432,17 @@ def decoder_spec(
         key_format=key_format,
         avro_schema=avro_text,
         writer_schemas=writers,
+        registry=registry,
     )
+
+
+def refreshed(spec: DecoderSpec) -> DecoderSpec:
+    """The spec with the registry's current source and target schemas (HoodieStreamer refreshes its
+    SchemaRegistryProvider every sync round); specs without a registry are returned as they are."""
+    if spec.registry is None:
+        return spec
+    return decoder_spec(spec.format, registry=spec.registry, key_fields=spec.key_fields,
+                        key_source=spec.key_source, key_format=spec.key_format)
 
 
 # -- outcomes -----------------------------------------------------------------------------------
@@ -758,7 +792,17 @@ def read_avro(values: pa.Array, spec: DecoderSpec, schema: pa.Schema) -> _Outcom
                 continue
             schema_id = struct.unpack(">I", payload[1:CONFLUENT_HEADER])[0]
             payload = payload[CONFLUENT_HEADER:]
-            if writers:
+            if spec.registry is not None:
+                if schema_id not in readers:  # asked once per batch; writer schemas are cached per process
+                    writer = schema_registry.writer_schema(spec.registry, schema_id)
+                    readers[schema_id] = None if writer is None else _avro_reader(writer, reader_text)
+                if readers[schema_id] is None:
+                    registry_url = schema_registry.without_credentials(spec.registry.source.root)
+                    errors[i] = f"schema id {schema_id} is not registered in the schema registry at {registry_url}"
+                    records.append(None)
+                    continue
+                read = readers[schema_id]
+            elif writers:
                 if schema_id not in writers:
                     errors[i] = f"unknown schema id {schema_id} (known: {sorted(writers)})"
                     records.append(None)

@@ -1,6 +1,7 @@
 """The Kafka stream: Kafka → decode → Hudi, one commit per micro-batch, exactly once.
 
-Per batch (a `foreachBatch` function): the Kafka rows are decoded once (cached); messages that do
+Per batch (a `foreachBatch` function): the schemas are fetched again from the schema registry when
+there is one, then the Kafka rows are decoded once (cached); messages that do
 not decode go to the quarantine (or fail the batch, naming the first: `stream.on_error: fail`);
 the records go to `HudiSink`, which keys them (quarantining what cannot be keyed), turns tombstones
 into deletes of their keys, and commits, recording Spark's batch id under the checkpoint
@@ -29,6 +30,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from ingest.config.pipeline import OnError, PipelineConfig
 from ingest.errors import ConfigError, IngestError
+from ingest.kafka.decode import refreshed
 from ingest.phases import phase
 from ingest.pipeline import hoodie_metrics, undecodable
 from ingest.pipeline.checkpoint import check_fresh_start
@@ -113,8 +115,11 @@ class StreamBatch:
         spark_context = self.spark.sparkContext
         spark_context.setJobDescription(f"ingest: batch {batch_id} into {config.table.name}")
         t0 = time.monotonic()
+        # With a schema registry, its current subject versions (HoodieStreamer refreshes its schema
+        # provider every round); a registry that does not answer fails the batch before anything is read.
+        decoder = refreshed(config.source.decoder)
         with PhaseReporter(f"batch {batch_id}", log, probe=self.spark_tasks), \
-                decode(df, config.source.decoder) as decoded:
+                decode(df, decoder) as decoded:
             with phase("reading and decoding Kafka messages"):
                 if self.quarantine is not None:
                     undecodable_count = undecodable.set_aside(decoded.errors, self.quarantine, str(batch_id))
