@@ -596,3 +596,43 @@ def test_base_config_is_not_shared_between_cases(tmp_path):
     second = copy.deepcopy(first)
     set_(("hudi", "hoodie.index.type"), "SIMPLE")(first)
     assert "hoodie.index.type" not in second["hudi"]
+
+
+# -- Kafka client options, checked before Spark starts -------------------------------------------------
+
+
+@pytest.mark.parametrize("implementation, option, value, expected", [
+    ("auto", "request.timeout.ms", "${KAFKA_TIMEOUT}", "must be an integer, got '<redacted>'"),
+    ("builtin", "auto.offset.reset", "${KAFKA_TIMEOUT}", "is not supported: offsets come from startingOffsets"),
+    ("python", "sasl.jaas.config", 'org.example.TokenLoginModule required token="${KAFKA_TIMEOUT}";',
+     "only PlainLoginModule and ScramLoginModule are understood"),
+    ("python", "fetch.max.wait", "${KAFKA_TIMEOUT}", "has no kafka-python equivalent"),
+])
+def test_kafka_client_options_are_checked_by_the_loader_without_their_environment_values(
+        tmp_path, implementation, option, value, expected):
+    """Kafka's client settings, not Hudi's: what ingest.spark.kafka_source builds its consumers from
+    (kafka-python's KafkaConsumer.DEFAULT_CONFIG names and types) is checked by load_config, and the
+    value `${KAFKA_TIMEOUT}` brought in is never shown."""
+    leaked = "30s-" + SECRET
+    config = base(tmp_path)
+    config["source"]["kafka"].update(implementation=implementation, options={option: value})
+    path = write(tmp_path, config)
+    with pytest.raises(ConfigError) as raised:
+        load_config(path, env={"KAFKA_TIMEOUT": leaked})
+    message = str(raised.value)
+    assert message.startswith(f"{path}: source.kafka.options.{option}: {expected}")
+    assert leaked not in message and SECRET not in message
+
+
+def test_kafka_client_options_for_spark_connector_are_not_held_to_kafka_pythons_reading(tmp_path):
+    """Spark's connector (KafkaSourceProvider) hands `kafka.*` to the Java client, which takes any
+    JAAS login module and settings kafka-python lacks; only their shared types are checked."""
+    config = base(tmp_path)
+    options = {"sasl.jaas.config": 'org.example.TokenLoginModule required token="t";', "fetch.max.wait": "x",
+               "request.timeout.ms": "30000"}
+    config["source"]["kafka"].update(implementation="builtin", options=options)
+    loaded = load_config(write(tmp_path, config))
+    assert dict(loaded.source.kafka.client_options)["fetch.max.wait"] == "x"
+    # A shared setting of the wrong type is still refused.
+    with pytest.raises(ConfigError, match="request.timeout.ms: must be an integer, got '30 s'"):
+        load_config(write(tmp_path, config), ["source.kafka.options.request.timeout.ms=30 s"])

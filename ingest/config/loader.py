@@ -47,6 +47,7 @@ from ingest.config.pipeline import (
 from ingest.errors import ConfigError, UnsupportedTable
 from ingest.hudi.bucket_index import hash_fields_from_config
 from ingest.hudi.table_config import PROPERTIES_PATH, TableConfig
+from ingest.kafka.client_config import consumer_config
 from ingest.kafka.decode import DecoderSpec, decoder_spec
 from ingest.storage import Storage
 from ingest.write.file_group_writer import InsertMode
@@ -108,7 +109,7 @@ def load_config(
         gathered.read_overrides(overrides)
         return _Resolver(gathered, origin).config(check_table)
     except ConfigError as e:
-        raise _scrubbed(e, gathered.secrets) from None
+        raise _scrubbed(e, gathered.secrets, gathered.from_env) from None
 
 
 # -- interpolation and YAML -----------------------------------------------------------------------
@@ -117,8 +118,11 @@ _REFERENCE = re.compile(r"\$(?:(\$)|\{([^}]*)\}|(\{))")
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def interpolate(text: str, env: Mapping[str, str]) -> str:
-    """`${NAME}`, `${NAME:-fallback}` (unset or empty) and `$$` (a `$`) replaced, as a shell would."""
+def interpolate(text: str, env: Mapping[str, str], found: set[str] | None = None) -> str:
+    """`${NAME}`, `${NAME:-fallback}` (unset or empty) and `$$` (a `$`) replaced, as a shell would.
+
+    `found` collects the values taken from the environment, and the whole text they made.
+    """
 
     def replace(match: re.Match[str]) -> str:
         if match.group(1):
@@ -129,13 +133,16 @@ def interpolate(text: str, env: Mapping[str, str]) -> str:
         if not _VARIABLE.fullmatch(name):
             raise ValueError(f"${{{match.group(2)}}} is not a variable reference: use ${{NAME}} or ${{NAME:-fallback}}")
         value = env.get(name)
-        if has_fallback:
-            return value or fallback
-        if value is None:
+        if value is None and not has_fallback:
             raise ValueError(f"environment variable {name} is not set")
-        return value
+        if found is not None and value:
+            found.add(value)
+        return value or fallback
 
-    return _REFERENCE.sub(replace, text)
+    result = _REFERENCE.sub(replace, text)
+    if found is not None and result != text and "${" in text:
+        found.add(result)
+    return result
 
 
 class _Unresolved(ValueError):
@@ -146,16 +153,16 @@ class _Unresolved(ValueError):
         self.name = name
 
 
-def _interpolate_tree(value: Any, env: Mapping[str, str], name: str) -> Any:
+def _interpolate_tree(value: Any, env: Mapping[str, str], name: str, found: set[str]) -> Any:
     try:
         if isinstance(value, str):
-            return interpolate(value, env)
+            return interpolate(value, env, found)
     except ValueError as e:
         raise _Unresolved(name, str(e)) from None
     if isinstance(value, Mapping):
-        return {entry: _interpolate_tree(item, env, f"{name}.{entry}") for entry, item in value.items()}
+        return {entry: _interpolate_tree(item, env, f"{name}.{entry}", found) for entry, item in value.items()}
     if isinstance(value, list):
-        return [_interpolate_tree(item, env, name) for item in value]
+        return [_interpolate_tree(item, env, name, found) for item in value]
     return value
 
 
@@ -227,6 +234,7 @@ class _Gathered:
         self.extras: dict[str, _Given] = {}  # hoodie.* keys ingest does not use
         self.groups: set[str] = set()
         self.secrets: set[str] = set()
+        self.from_env: set[str] = set()  # values `${NAME}` brought in: no message shows them either
         self._layer: dict[str, _Given] = {}
 
     # -- sources ---------------------------------------------------------------------------------
@@ -317,7 +325,7 @@ class _Gathered:
 
     def _interpolated(self, value: Any, name: str, origin: str) -> Any:
         try:
-            return _interpolate_tree(value, self.env, name)
+            return _interpolate_tree(value, self.env, name, self.from_env)
         except _Unresolved as e:
             raise ConfigError(str(e), source=origin, key=e.name) from None
 
@@ -389,11 +397,16 @@ def _bare(error: ConfigError) -> str:
     return text[len(prefix) + 2 :] if prefix and text.startswith(prefix + ": ") else text
 
 
-def _scrubbed(error: ConfigError, secrets: set[str]) -> ConfigError:
+def _scrubbed(error: ConfigError, secrets: set[str], from_env: set[str]) -> ConfigError:
+    """The error without secret values, nor values from the environment (whole words of them: an
+    environment value `30` hides `got '30'`, not the 30 in `300`)."""
     message = _bare(error)
     for secret in sorted(secrets, key=len, reverse=True):
         if secret:
             message = message.replace(secret, K.REDACTED)
+    for value in sorted(from_env, key=len, reverse=True):
+        if value.strip():
+            message = re.sub(rf"(?<![\w.-]){re.escape(value)}(?![\w.-])", K.REDACTED, message)
     return ConfigError(message, source=error.source, key=error.key)
 
 
@@ -577,7 +590,7 @@ class _Resolver:
                 self.fail("source.kafka.options", "bootstrap.servers: set source.kafka.bootstrap_servers instead")
             if entry.lower().startswith("kafka."):
                 self.fail("source.kafka.options", f"{entry}: write Kafka properties without the kafka. prefix")
-        return KafkaInput(
+        kafka = KafkaInput(
             bootstrap_servers=servers,
             topics=topics or (),
             topic_pattern=pattern,
@@ -587,6 +600,19 @@ class _Resolver:
             implementation=self.get("source.kafka.implementation"),
             client_options=Settings(client),
         )
+        self.check_client_options(kafka)
+        return kafka
+
+    def check_client_options(self, kafka: KafkaInput) -> None:
+        """The client settings as the Kafka source will read them, now rather than after Spark starts:
+        all of kafka-python's rules for the Python source, the shared ones when Spark's connector may read them."""
+        try:
+            consumer_config(kafka.spark_options(), java_client=kafka.implementation != "python")
+        except ConfigError as e:
+            option = (e.key or "").removeprefix("kafka.")
+            name = f"source.kafka.options.{option}" if option else "source.kafka.options"
+            given = self.g.values.get("source.kafka.options")
+            raise ConfigError(_bare(e), source=given.origin if given else self.origin_file, key=name) from None
 
     def starting_offsets(self) -> str:
         name = "source.kafka.starting_offsets"
