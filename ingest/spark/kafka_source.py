@@ -109,6 +109,19 @@ class KafkaDataLossError(IngestError):
     """Offsets the stream still had to read are gone (retention, a deleted topic, offsets reset)."""
 
 
+class KafkaUnreachableError(IngestError):
+    """No broker answered the client's bootstrap: one line, with what to check, instead of the client's trace."""
+
+    def __init__(self, servers: Any, waited: float, cause: Exception):
+        shown = servers if isinstance(servers, str) else ",".join(servers or ())
+        super().__init__(
+            f"Kafka bootstrap from {shown} failed after {waited:.1f} s ({type(cause).__name__}: {cause}): check "
+            "source.kafka.bootstrap_servers and that the brokers are reachable from the driver; brokers "
+            "kafka-python cannot probe (older brokers, librdkafka's mock cluster) need "
+            "source.kafka.options.api.version, e.g. 2.3 (the kafka.api.version option)"
+        )
+
+
 # -- options ------------------------------------------------------------------------------------
 
 _SOURCE_OPTIONS = {
@@ -333,9 +346,14 @@ class _Metadata:
 
     def __init__(self, options: SourceOptions):
         from kafka import KafkaConsumer
+        from kafka.errors import KafkaError
 
         config = {k: v for k, v in options.client.items() if k != "group_id"}
-        self.consumer = KafkaConsumer(**config, enable_auto_commit=False)
+        began = time.monotonic()
+        try:
+            self.consumer = KafkaConsumer(**config, enable_auto_commit=False)
+        except KafkaError as e:
+            raise KafkaUnreachableError(config.get("bootstrap_servers"), time.monotonic() - began, e) from None
         self.options = options
 
     def partitions(self) -> list[TopicPartitionKey]:
@@ -373,9 +391,10 @@ def _report_data_loss(options: SourceOptions, message: str) -> None:
     if options.fail_on_data_loss:
         raise KafkaDataLossError(
             f"{message}. Some data may have been lost (retention, or a topic deleted or recreated). "
-            "Set failOnDataLoss=false to skip what is lost and go on."
+            "Set source.kafka.fail_on_data_loss: false (the failOnDataLoss=false option) to skip what is lost "
+            "and go on."
         )
-    log.warning("%s; skipping what is lost because failOnDataLoss=false", message)
+    log.warning("%s; skipping what is lost because source.kafka.fail_on_data_loss is false", message)
 
 
 # -- the stream reader --------------------------------------------------------------------------
