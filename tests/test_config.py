@@ -636,3 +636,20 @@ def test_kafka_client_options_for_spark_connector_are_not_held_to_kafka_pythons_
     # A shared setting of the wrong type is still refused.
     with pytest.raises(ConfigError, match="request.timeout.ms: must be an integer, got '30 s'"):
         load_config(write(tmp_path, config), ["source.kafka.options.request.timeout.ms=30 s"])
+
+
+def test_readme_validate_config_example_runs_as_written(monkeypatch, capsys):
+    """Not a Hudi rule: the README's command, with the environment it names, validates the example."""
+    import shlex
+
+    line = next(line for line in (REPO / "README.md").read_text().splitlines()
+                if "ingest validate-config conf/" in line)
+    words = shlex.split(line)
+    for name in ("KAFKA_USER", "KAFKA_PASSWORD", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    while "=" in words[0]:
+        name, _, value = words.pop(0).partition("=")
+        monkeypatch.setenv(name, value)
+    assert words[:2] == ["ingest", "validate-config"]
+    monkeypatch.chdir(REPO)
+    assert cli.main(words[1:]) == 0, capsys.readouterr().err
