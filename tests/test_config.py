@@ -70,7 +70,7 @@ def files_source(config: dict) -> None:
 
 
 COLUMNS = "order_id, region, amount, updated_at, _kafka_topic, _kafka_partition, _kafka_offset, _kafka_timestamp, " \
-          "_ingest_is_tombstone"
+          "_ingest_is_tombstone, _ingest_is_deleted"
 
 # (id, edit of the base config, --set items, the exact error line)
 ERRORS = [

@@ -5,8 +5,11 @@ A `DecoderSpec` names the value format, the declared schema and where the record
 the Kafka source yields) and returns two tables; every input row lands in exactly one of them:
 
 * records: the declared columns, then `_kafka_topic`, `_kafka_partition`, `_kafka_offset`,
-  `_kafka_timestamp` and `_ingest_is_tombstone`. A tombstone (null value) is a delete marker:
-  only its key columns are set, parsed from the Kafka key.
+  `_kafka_timestamp`, `_ingest_is_tombstone` and `_ingest_is_deleted`. A tombstone (null value) is a
+  delete marker: only its key columns are set, parsed from the Kafka key. `_ingest_is_deleted` is
+  Hudi's delete marker `_hoodie_is_deleted: true` in a JSON message whose schema does not declare
+  that column: it is read all the same (a delete never becomes an upsert), and a marker that is not
+  true, false or null makes the message an error.
 * errors: `key`, `value` (the raw bytes), `topic`, `partition`, `offset`, `timestamp`, `error`
   (what was wrong, naming the field) and `error_seen_at`.
 
@@ -24,7 +27,11 @@ null unless it is JSON null or absent, and absent/null is an error for NOT NULL 
 
     STRING                       JSON string (a number is an error, not "12")
     TINYINT..BIGINT              JSON integer within the type's range (12.0, 1e2, "12" are errors)
-    FLOAT, DOUBLE                JSON number, finite and within range (NaN/Infinity are errors)
+    FLOAT, DOUBLE                JSON number within the type's range (1e39 is an error for FLOAT), or
+                                 the bare literals NaN, Infinity, -Infinity (as Python's json and
+                                 Jackson's ALLOW_NON_NUMERIC_NUMBERS write them; Inf, -Inf too);
+                                 quoted "NaN" is an error. Ordering and key fields refuse them
+                                 (ingest.write.records)
     DECIMAL(p,s)                 JSON number, or a string holding one (the usual way to ship exact
                                  decimals); more than s fraction digits or p digits is an error,
                                  never rounded
@@ -38,7 +45,7 @@ null unless it is JSON null or absent, and absent/null is an error for NOT NULL 
     BINARY                       base64 string (as Spark's from_json reads it)
     ARRAY<T>, STRUCT<...>        JSON array / object, elements and fields typed as above
 
-Fields not in the schema are ignored; a field given twice, invalid UTF-8, a top-level value that is
+Fields not in the schema are ignored (except `_hoodie_is_deleted`, see above); a field given twice, invalid UTF-8, a top-level value that is
 not an object, or more than one JSON value in a message are errors. MAP columns cannot be read from
 JSON (declare a STRUCT); Avro maps work.
 
@@ -89,6 +96,9 @@ PARTITION = "_kafka_partition"
 OFFSET = "_kafka_offset"
 TIMESTAMP = "_kafka_timestamp"
 IS_TOMBSTONE = "_ingest_is_tombstone"
+# Hudi's delete marker, and where a JSON message's marker goes when the schema does not declare it.
+HOODIE_IS_DELETED = "_hoodie_is_deleted"
+MARKED_DELETED = "_ingest_is_deleted"
 TIMESTAMP_TYPE = pa.timestamp("us", tz="UTC")
 
 META_FIELDS = pa.schema(
@@ -98,6 +108,7 @@ META_FIELDS = pa.schema(
         pa.field(OFFSET, pa.int64(), nullable=False),
         pa.field(TIMESTAMP, TIMESTAMP_TYPE),
         pa.field(IS_TOMBSTONE, pa.bool_(), nullable=False),
+        pa.field(MARKED_DELETED, pa.bool_(), nullable=False),
     ]
 )
 ERRORS_SCHEMA = pa.schema(
@@ -447,6 +458,8 @@ def _json_read_type(dtype: pa.DataType) -> pa.DataType:
     `_finish` checks NOT NULL where it applies)."""
     if pa.types.is_date(dtype) or pa.types.is_binary(dtype) or pa.types.is_fixed_size_binary(dtype):
         return pa.string()
+    if pa.types.is_float32(dtype):  # read wide, so a number beyond FLOAT's range is seen, not made infinite
+        return pa.float64()
     if pa.types.is_struct(dtype):
         return pa.struct([f.with_type(_json_read_type(f.type)).with_nullable(True) for f in dtype])
     if pa.types.is_list(dtype):
@@ -455,7 +468,7 @@ def _json_read_type(dtype: pa.DataType) -> pa.DataType:
 
 
 def _needs_finish(dtype: pa.DataType, nullable: bool) -> bool:
-    if not nullable or pa.types.is_floating(dtype) or _json_read_type(dtype) != dtype:
+    if not nullable or _json_read_type(dtype) != dtype:
         return True  # (a nested NOT NULL field also makes the read type differ)
     if pa.types.is_struct(dtype):
         return any(_needs_finish(f.type, f.nullable) for f in dtype)
@@ -504,7 +517,7 @@ def _convert_strings(arr: pa.Array, dtype: pa.DataType, path: str) -> tuple[pa.A
 
 def _finish(arr: pa.Array, dtype: pa.DataType, nullable: bool, path: str) -> tuple[pa.Array, dict[int, str]]:
     """Bring a read column to its declared type and check what pyarrow.json does not: NOT NULL,
-    finite floats, dates, base64. Returns the column and errors by row."""
+    FLOAT's range, dates, base64. Returns the column and errors by row."""
     errors: dict[int, str] = {}
     if pa.types.is_struct(dtype):
         children = []
@@ -528,11 +541,13 @@ def _finish(arr: pa.Array, dtype: pa.DataType, nullable: bool, path: str) -> tup
         lengths = pc.list_value_length(arr).fill_null(0).to_numpy(zero_copy_only=False)
         offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
         arr = pa.ListArray.from_arrays(offsets, done, type=dtype, mask=arr.is_null())
+    elif pa.types.is_float32(dtype):
+        narrow = pc.cast(arr, dtype, safe=False)
+        for row in _where(pc.and_(pc.is_finite(arr), pc.invert(pc.is_finite(narrow)))):
+            errors[int(row)] = f"field {path}: {arr[int(row)].as_py()} is beyond the range of FLOAT"
+        arr = narrow
     elif arr.type != dtype:
         arr, errors = _convert_strings(arr, dtype, path)
-    elif pa.types.is_floating(dtype):
-        for row in _where(pc.invert(pc.is_finite(arr))):
-            errors[int(row)] = f"field {path}: {arr[int(row)].as_py()} is not a finite {dtype} value"
     if not nullable:
         for row in _where(arr.is_null()):
             errors.setdefault(int(row), f"field {path} is required but missing or null")
@@ -877,10 +892,14 @@ def decode_batch(
 
     data_values = values.take(pa.array(data_rows, type=pa.int64()))
     value_schema = spec.value_schema
+    marker_read = spec.format == "json" and HOODIE_IS_DELETED not in spec.schema.names
     if spec.format == "json":
-        decoded = read_json(data_values, value_schema)
+        read_schema = value_schema.append(pa.field(HOODIE_IS_DELETED, pa.bool_())) if marker_read else value_schema
+        decoded = read_json(data_values, read_schema)
     else:
         decoded = read_avro(data_values, spec, value_schema)
+    marked = (decoded.table.column(HOODIE_IS_DELETED).fill_null(False) if marker_read
+              else pa.chunked_array([pa.array(np.zeros(len(data_rows), dtype=bool))]))
     errors.update({int(data_rows[r]): m for r, m in decoded.errors.items()})
     data_columns = {name: decoded.table.column(name) for name in value_schema.names}
     tomb_columns = {f.name: pa.nulls(len(tomb_rows), f.type) for f in spec.schema}
@@ -923,6 +942,8 @@ def decode_batch(
             meta.column("offset"),
             meta.column("timestamp"),
             pa.array(tomb_mask[kept_rows], pa.bool_()),
+            pa.concat_arrays([*marked.chunks, pa.array(np.zeros(len(tomb_rows), dtype=bool))])
+            .take(pa.array(keep, type=pa.int64())),
         ],
         schema=spec.records_schema,
     )
