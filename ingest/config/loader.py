@@ -29,6 +29,7 @@ from typing import Any, NoReturn
 
 import yaml
 
+from ingest.config import hudi_keys
 from ingest.config import keys as K
 from ingest.config.keys import HUDI, Key, Secret, Type
 from ingest.config.pipeline import (
@@ -232,6 +233,7 @@ class _Gathered:
         self.env = env
         self.values: dict[str, _Given] = {}
         self.extras: dict[str, _Given] = {}  # hoodie.* keys ingest does not use
+        self.honoured: dict[str, _Given] = {}  # refused hoodie.* keys given the value ingest writes anyway
         self.groups: set[str] = set()
         self.secrets: set[str] = set()
         self.from_env: set[str] = set()  # values `${NAME}` brought in: no message shows them either
@@ -319,7 +321,14 @@ class _Gathered:
         if isinstance(value, (Mapping, list)):
             raise ConfigError(f"expected a value, got {K.kind_of(value)} (write Hudi keys whole: hoodie.a.b: value)",
                               source=origin, key=name)
-        self.extras[name] = _Given(self._marked(name, K.to_text(value)), origin, name)
+        text = K.to_text(value)
+        refused = hudi_keys.refusal(hudi_key, text)
+        if refused is not None:
+            shown = K.REDACTED if K.is_secret(name) else repr(text)
+            accepted = f" (accepted: {', '.join(refused.allowed)})" if refused.allowed else ""
+            raise ConfigError(f"{shown} is not supported{accepted}: {refused.instead}", source=origin, key=name)
+        given = _Given(self._marked(name, text), origin, name)
+        (self.honoured if hudi_keys.is_honoured_value(hudi_key, text) else self.extras)[name] = given
 
     # -- values ----------------------------------------------------------------------------------
 
@@ -486,7 +495,7 @@ class _Resolver:
         if check_table:
             self.check_table(table, write)
         ordered = {key.name: self.settings[key.name] for key in K.KEYS if key.name in self.settings}
-        ordered.update({name: given.value for name, given in self.g.extras.items()})
+        ordered.update({name: given.value for name, given in (*self.g.honoured.items(), *self.g.extras.items())})
         return PipelineConfig(
             origin=self.origin_file, table=table, hudi=hudi, write=write, source=source, quarantine=quarantine,
             stream=stream, services=services, spark=spark, settings=Settings(ordered),
@@ -499,7 +508,7 @@ class _Resolver:
         for key in K.KEYS:
             if key.section == HUDI and key.name in self.settings:
                 out[key.path[1]] = self.settings[key.name]
-        for name, given in self.g.extras.items():
+        for name, given in (*self.g.honoured.items(), *self.g.extras.items()):
             out[name[len(HUDI) + 1 :]] = given.value
         return Settings({name: value if isinstance(value, Secret) else K.to_text(value) for name, value in out.items()})
 
