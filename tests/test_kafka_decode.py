@@ -513,3 +513,28 @@ def test_nan_ordering_and_key_values_are_refused():
     assert prepared.errors.column("_ingest_error").to_pylist() == [
         "ordering field 'score' is nan: not a finite number (NaN and infinities are refused here)",
         "ordering field 'score' is inf: not a finite number (NaN and infinities are refused here)"]
+
+
+def test_hoodie_is_deleted_in_a_confluent_writer_schema_the_declared_one_lacks(schema_files, tmp_path):
+    """BaseAvroPayload.isDeleteRecord reads `_hoodie_is_deleted` from the record as written: a writer
+    schema (by Confluent id) carrying the marker deletes, though the declared schema does not name it."""
+    v1, _ = schema_files
+    marked_schema = {**ORDER_AVRO, "fields": [*ORDER_AVRO["fields"],
+                                              {"name": "_hoodie_is_deleted", "type": ["null", "boolean"],
+                                               "default": None}]}
+    marked_file = tmp_path / "order-marked.avsc"
+    marked_file.write_text(json.dumps(marked_schema))
+    spec = decoder_spec("confluent-avro", schema_file=v1, schema_files_by_id={1: v1, 7: marked_file},
+                        key_fields=["order_id"])
+    decoded = decode_batch(kafka_rows([
+        framed(1, avro_bytes(ORDER_AVRO, order(1))),
+        framed(7, avro_bytes(marked_schema, {**order(2), "_hoodie_is_deleted": True})),
+        framed(7, avro_bytes(marked_schema, {**order(3), "_hoodie_is_deleted": None})),
+    ]), spec)
+    assert decoded.errors.num_rows == 0
+    assert decoded.records.select(["order_id", "_ingest_is_deleted"]).to_pylist() == [
+        {"order_id": "o-1", "_ingest_is_deleted": False},
+        {"order_id": "o-2", "_ingest_is_deleted": True},
+        {"order_id": "o-3", "_ingest_is_deleted": False},
+    ]
+    assert "_hoodie_is_deleted" not in decoded.records.column_names

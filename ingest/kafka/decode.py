@@ -7,9 +7,9 @@ the Kafka source yields) and returns two tables; every input row lands in exactl
 * records: the declared columns, then `_kafka_topic`, `_kafka_partition`, `_kafka_offset`,
   `_kafka_timestamp`, `_ingest_is_tombstone` and `_ingest_is_deleted`. A tombstone (null value) is a
   delete marker: only its key columns are set, parsed from the Kafka key. `_ingest_is_deleted` is
-  Hudi's delete marker `_hoodie_is_deleted: true` in a JSON message whose schema does not declare
-  that column: it is read all the same (a delete never becomes an upsert), and a marker that is not
-  true, false or null makes the message an error.
+  Hudi's delete marker `_hoodie_is_deleted: true` in a message whose declared schema lacks that
+  column (a JSON field, or a field of a Confluent writer schema): it is read all the same (a delete
+  never becomes an upsert), and a marker that is not true, false or null makes the message an error.
 * errors: `key`, `value` (the raw bytes), `topic`, `partition`, `offset`, `timestamp`, `error`
   (what was wrong, naming the field) and `error_seen_at`.
 
@@ -436,6 +436,7 @@ class _Outcome:
 
     table: pa.Table
     errors: dict[int, str]
+    marked: pa.Array | None = None  # Hudi's delete marker, where the schema does not declare it
 
 
 def _aligned(pieces: list[tuple[np.ndarray, pa.Table]], n: int, schema: pa.Schema) -> pa.Table:
@@ -758,6 +759,12 @@ def read_avro(values: pa.Array, spec: DecoderSpec, schema: pa.Schema) -> _Outcom
     writers = dict(spec.writer_schemas)
     default_read = _avro_reader(reader_text, reader_text)
     readers: dict[int, Any] = {}
+    # A writer schema may carry Hudi's delete marker the declared schema lacks: read it too.
+    marker_reader = None
+    if HOODIE_IS_DELETED not in schema.names:
+        parsed = json.loads(reader_text)
+        marker = {"name": HOODIE_IS_DELETED, "type": ["null", "boolean"], "default": None}
+        marker_reader = json.dumps({**parsed, "fields": [*parsed["fields"], marker]})
     records: list[dict | None] = []
     errors: dict[int, str] = {}
     for i, payload in enumerate(values.to_pylist()):
@@ -779,7 +786,10 @@ def read_avro(values: pa.Array, spec: DecoderSpec, schema: pa.Schema) -> _Outcom
                     records.append(None)
                     continue
                 if schema_id not in readers:
-                    readers[schema_id] = _avro_reader(writers[schema_id], reader_text)
+                    writer = writers[schema_id]
+                    carries = marker_reader is not None and any(
+                        f.get("name") == HOODIE_IS_DELETED for f in json.loads(writer).get("fields", ()))
+                    readers[schema_id] = _avro_reader(writer, marker_reader if carries else reader_text)
                 read = readers[schema_id]
         try:
             records.append(read(payload))
@@ -801,7 +811,9 @@ def read_avro(values: pa.Array, spec: DecoderSpec, schema: pa.Schema) -> _Outcom
                 errors[int(idx[0])] = f"Avro record does not fit the declared schema: {e}"[:500]
             else:
                 pending += [idx[len(idx) // 2 :], idx[: len(idx) // 2]]
-    return _Outcome(_aligned(pieces, len(records), _loose(schema)), errors)
+    marked = pa.array([i not in errors and r is not None and r.get(HOODIE_IS_DELETED) is True
+                       for i, r in enumerate(records)], pa.bool_())
+    return _Outcome(_aligned(pieces, len(records), _loose(schema)), errors, marked)
 
 
 # -- keys ---------------------------------------------------------------------------------------
@@ -892,14 +904,18 @@ def decode_batch(
 
     data_values = values.take(pa.array(data_rows, type=pa.int64()))
     value_schema = spec.value_schema
-    marker_read = spec.format == "json" and HOODIE_IS_DELETED not in spec.schema.names
+    marked = None
     if spec.format == "json":
+        marker_read = HOODIE_IS_DELETED not in spec.schema.names
         read_schema = value_schema.append(pa.field(HOODIE_IS_DELETED, pa.bool_())) if marker_read else value_schema
         decoded = read_json(data_values, read_schema)
+        if marker_read:
+            marked = decoded.table.column(HOODIE_IS_DELETED).combine_chunks().fill_null(False)
     else:
         decoded = read_avro(data_values, spec, value_schema)
-    marked = (decoded.table.column(HOODIE_IS_DELETED).fill_null(False) if marker_read
-              else pa.chunked_array([pa.array(np.zeros(len(data_rows), dtype=bool))]))
+        marked = decoded.marked
+    if marked is None:
+        marked = pa.array(np.zeros(len(data_rows), dtype=bool))
     errors.update({int(data_rows[r]): m for r, m in decoded.errors.items()})
     data_columns = {name: decoded.table.column(name) for name in value_schema.names}
     tomb_columns = {f.name: pa.nulls(len(tomb_rows), f.type) for f in spec.schema}
@@ -942,7 +958,7 @@ def decode_batch(
             meta.column("offset"),
             meta.column("timestamp"),
             pa.array(tomb_mask[kept_rows], pa.bool_()),
-            pa.concat_arrays([*marked.chunks, pa.array(np.zeros(len(tomb_rows), dtype=bool))])
+            pa.concat_arrays([marked, pa.array(np.zeros(len(tomb_rows), dtype=bool))])
             .take(pa.array(keep, type=pa.int64())),
         ],
         schema=spec.records_schema,
