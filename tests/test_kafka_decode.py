@@ -538,3 +538,28 @@ def test_hoodie_is_deleted_in_a_confluent_writer_schema_the_declared_one_lacks(s
         {"order_id": "o-3", "_ingest_is_deleted": False},
     ]
     assert "_hoodie_is_deleted" not in decoded.records.column_names
+
+
+def test_nan_and_infinities_in_base_files_read_back_as_written(tmp_path):
+    """Parquet's DOUBLE is IEEE 754 little-endian, as Java's parquet reader takes it (HoodieParquetReader):
+    NaN and infinities written to base files (write.insert_mode base) read back unchanged."""
+    import dataclasses
+
+    import pyarrow.parquet as pq
+    from service_tables import hudi_rs_rows, options_for
+
+    from ingest.write.batch import LocalWriter
+    from ingest.write.file_group_writer import InsertMode
+
+    spec = decoder_spec("json", schema=MARKER_SCHEMA, key_fields=("uuid",))
+    decoded = decode_batch(kafka_rows([b'{"uuid": "n", "city": "chennai", "ts": 1, "fare": NaN}',
+                                       b'{"uuid": "p", "city": "chennai", "ts": 1, "fare": Infinity}',
+                                       b'{"uuid": "m", "city": "chennai", "ts": 1, "fare": -Infinity}']), spec)
+    table = tmp_path / "trips"
+    LocalWriter(dataclasses.replace(options_for(table), insert_mode=InsertMode.BASE)).write(decoded.records)
+    base_files = [f for f in table.rglob("*.parquet") if ".hoodie" not in f.relative_to(table).parts]
+    assert base_files and not [f for f in table.rglob("*.log.*") if ".hoodie" not in f.relative_to(table).parts]
+    written = {r["uuid"]: r["fare"] for f in base_files for r in pq.read_table(f).to_pylist()}
+    read = {u: f for u, _, _, f in hudi_rs_rows(table)}
+    for fares in (written, read):
+        assert fares["p"] == float("inf") and fares["m"] == float("-inf") and fares["n"] != fares["n"]
