@@ -370,14 +370,19 @@ def test_data_loss_names_the_pipeline_setting(broker):  # noqa: F811
     assert "Set source.kafka.fail_on_data_loss: false" in str(raised.value)
 
 
-def test_a_broker_that_needs_api_version_fails_in_one_line_naming_the_setting(broker):  # noqa: F811
+def test_a_broker_that_needs_api_version_fails_in_one_line_naming_the_setting(spark, broker, caplog):  # noqa: F811
     """kafka-python's version probe does not recognise librdkafka's mock cluster; the bootstrap
-    failure is one line naming the servers, the time waited and source.kafka.options.api.version."""
+    failure is one line naming the servers, the time waited, the client's last complaint and
+    source.kafka.options.api.version, raised before Spark starts a query, without the client's
+    retry warnings (a few lines a second) in the log."""
     options = {"kafka.bootstrap.servers": broker.bootstrap_servers, "kafka.bootstrap.timeout.ms": "1500",
                "subscribe": "any"}
     with pytest.raises(kafka_source.KafkaUnreachableError) as raised:
-        kafka_lag(options, {})
+        kafka_stream(spark, options, implementation="python")
     message = str(raised.value)
     assert "\n" not in message and raised.value.__cause__ is None
     assert f"Kafka bootstrap from {broker.bootstrap_servers} failed after 1." in message
+    assert "; last: Bootstrap connection to bootstrap-" in message
     assert "source.kafka.options.api.version, e.g. 2.3" in message
+    assert not [r for r in caplog.records if r.name.startswith("kafka")]
+    assert spark.streams.active == []

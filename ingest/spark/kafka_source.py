@@ -112,10 +112,13 @@ class KafkaDataLossError(IngestError):
 class KafkaUnreachableError(IngestError):
     """No broker answered the client's bootstrap: one line, with what to check, instead of the client's trace."""
 
-    def __init__(self, servers: Any, waited: float, cause: Exception):
+    def __init__(self, servers: Any, waited: float, cause: Exception, last_log: str | None = None):
         shown = servers if isinstance(servers, str) else ",".join(servers or ())
+        detail = str(cause) if str(cause).startswith(type(cause).__name__) else f"{type(cause).__name__}: {cause}"
+        if last_log:
+            detail += f"; last: {last_log}"
         super().__init__(
-            f"Kafka bootstrap from {shown} failed after {waited:.1f} s ({type(cause).__name__}: {cause}): check "
+            f"Kafka bootstrap from {shown} failed after {waited:.1f} s ({detail}): check "
             "source.kafka.bootstrap_servers and that the brokers are reachable from the driver; brokers "
             "kafka-python cannot probe (older brokers, librdkafka's mock cluster) need "
             "source.kafka.options.api.version, e.g. 2.3 (the kafka.api.version option)"
@@ -341,6 +344,32 @@ class PartitionRange(InputPartition):
 # -- the Kafka metadata the driver needs ---------------------------------------------------------
 
 
+class _ClientLogKept(logging.Handler):
+    """While the driver's consumer bootstraps, kafka-python's retry warnings (a few lines a second)
+    are held back; the last one is kept for the one-line error if bootstrapping fails."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.last: str | None = None
+        self.client_log = logging.getLogger("kafka")
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if "failed: " in message and not message.startswith("Bootstrap failed"):  # why a connection failed
+            self.last = re.sub(r"\s*\(backoff [^)]*\)$", "", message)
+
+    def __enter__(self) -> _ClientLogKept:
+        self.saved = (self.client_log.level, self.client_log.propagate)
+        self.client_log.addHandler(self)
+        self.client_log.setLevel(logging.WARNING)
+        self.client_log.propagate = False
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.client_log.removeHandler(self)
+        self.client_log.level, self.client_log.propagate = self.saved
+
+
 class _Metadata:
     """The driver's view of the cluster through one kafka-python consumer that never joins a group."""
 
@@ -350,10 +379,12 @@ class _Metadata:
 
         config = {k: v for k, v in options.client.items() if k != "group_id"}
         began = time.monotonic()
-        try:
-            self.consumer = KafkaConsumer(**config, enable_auto_commit=False)
-        except KafkaError as e:
-            raise KafkaUnreachableError(config.get("bootstrap_servers"), time.monotonic() - began, e) from None
+        with _ClientLogKept() as kept:
+            try:
+                self.consumer = KafkaConsumer(**config, enable_auto_commit=False)
+            except KafkaError as e:
+                raise KafkaUnreachableError(config.get("bootstrap_servers"), time.monotonic() - began, e,
+                                            kept.last) from None
         self.options = options
 
     def partitions(self) -> list[TopicPartitionKey]:
@@ -684,7 +715,8 @@ def kafka_stream(spark: SparkSession, options: Mapping[str, str], *, implementat
     use_builtin = implementation == "builtin" or (implementation == "auto" and builtin_kafka_available(spark))
     if use_builtin:
         return spark.readStream.format("kafka").options(**builtin_options(options)).load()
-    parse_options(options)  # fail here, with the option named, rather than inside Spark's planner
+    parsed = parse_options(options)  # fail here, with the option named, rather than inside Spark's planner
+    _Metadata(parsed).close()  # and reach the brokers here: inside Spark a failure is also a page of trace
     spark.dataSource.register(KafkaDataSource)
     return spark.readStream.format(SOURCE_NAME).options(**{k: str(v) for k, v in options.items()}).load()
 
