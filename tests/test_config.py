@@ -712,5 +712,6 @@ def test_refused_hudi_keys_are_classified_once():
         assert keys.misspelt_hudi_key(f"hudi.{name}") is None, name
         assert rule.instead and rule.source.startswith(("Hoodie", "HiveSync", "DataSource", "KeyGenerator")), name
         assert f"| `{name}` |" in doc, name
+    assert hudi_keys.reference_table() in doc and hudi_keys.irrelevant_table() in doc
     assert hudi_keys.refusal("hoodie.write.table.version", " 6 ") is None
     assert hudi_keys.refusal("hoodie.upsert.shuffle.parallelism", "8") is None

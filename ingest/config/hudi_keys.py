@@ -123,6 +123,38 @@ REFUSED: Mapping[str, Refused] = {
 }
 
 
+# Hudi keys known to be irrelevant to a Python writer, by family: kept and warned about as unused.
+# Keys of these families that the registry lists are read, and those refused above are refused; every
+# other `hoodie.*` key is treated as these are.
+IRRELEVANT: Mapping[str, str] = {
+    "hoodie.*.shuffle.parallelism, hoodie.*.index.parallelism, hoodie.finalize.write.parallelism":
+        "Spark parallelism of Hudi's own jobs (HoodieWriteConfig, HoodieIndexConfig)",
+    "hoodie.embed.timeline.server*, hoodie.filesystem.view.*":
+        "Hudi's timeline server and file-system view cache (HoodieWriteConfig, FileSystemViewStorageConfig)",
+    "hoodie.write.markers.*, hoodie.markers.*": "how Hudi's writers track markers (HoodieWriteConfig)",
+    "hoodie.consistency.check.*, hoodie.auto.commit, hoodie.fail.on.timeline.archiving":
+        "checks and commit steps of Hudi's write client (HoodieWriteConfig)",
+    "hoodie.bloom.index.*, hoodie.simple.index.*, hoodie.global.simple.index.*, hoodie.index.bloom.*":
+        "tuning of Hudi's index lookups; ingest's key index sizes itself (HoodieIndexConfig)",
+    "hoodie.parquet.small.file.limit, hoodie.copyonwrite.*, hoodie.record.size.estimation.*":
+        "Hudi's insert sizing; inserts are sized by write.file_group_max_bytes (HoodieCompactionConfig)",
+    "hoodie.parquet.block.size, hoodie.parquet.page.size, hoodie.parquet.compression.ratio, "
+    "hoodie.parquet.dictionary.enabled, hoodie.logfile.data.block.max.size, hoodie.orc.*, hoodie.hfile.*":
+        "file layout details every reader reads either way (HoodieStorageConfig)",
+    "hoodie.memory.*, hoodie.compaction.lazy.block.read, hoodie.compaction.reverse.log.read":
+        "memory and read strategy of Hudi's merges (HoodieMemoryConfig, HoodieCompactionConfig)",
+    "hoodie.clean.async, hoodie.archive.async":
+        "how Hudi schedules its table services; ingest runs them inline (HoodieCleanConfig, HoodieArchivalConfig)",
+    "hoodie.write.lock.*": "settings of Hudi's lock providers; the provider itself is refused (HoodieLockConfig)",
+    "hoodie.metadata.*": "settings of the metadata table, which ingest does not maintain; its index switches are "
+                         "refused (HoodieMetadataConfig)",
+    "hoodie.datasource.write.streaming.*, hoodie.datasource.write.row.writer.enable, hoodie.bulkinsert.*":
+        "how Hudi's Spark writer runs (DataSourceWriteOptions)",
+    "hoodie.metrics.*, hoodie.write.commit.callback.*": "Hudi's metrics reporters and commit callbacks",
+    "hoodie.streamer.*, hoodie.deltastreamer.*": "HoodieStreamer's own settings (source classes, checkpoints)",
+}
+
+
 def refusal(name: str, value: str) -> Refused | None:
     """Why `name` (a `hoodie.*` key the registry does not list) is refused with `value`, if it is."""
     rule = REFUSED.get(name)
@@ -139,6 +171,13 @@ def is_honoured_value(name: str, value: str) -> bool:
     """True when a refused key is given the value that says what ingest does (no warning then)."""
     rule = REFUSED.get(name)
     return rule is not None and refusal(name, value) is None
+
+
+def irrelevant_table() -> str:
+    """docs/configuration.md's table of the families kept with a warning."""
+    rows = ["| Hudi keys | Why ingest does not need them |", "| --- | --- |"]
+    rows += [f"| {', '.join(f'`{k.strip()}`' for k in keys.split(', '))} | {why} |" for keys, why in IRRELEVANT.items()]
+    return "\n".join(rows)
 
 
 def reference_table() -> str:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from ingest.config.hudi_keys import irrelevant_table as _irrelevant_table
 from ingest.config.hudi_keys import reference_table as _refused_table
 
 REDACTED = "<redacted>"
@@ -725,6 +726,11 @@ Generated from `ingest/config/hudi_keys.py`, where each is classified:
 
 {refused}
 
+These families (but their keys listed in the tables of this page), like every other `hoodie.*` key
+not listed here, are kept with a warning:
+
+{irrelevant}
+
 ### HoodieStreamer keys
 
 These HoodieStreamer properties (under `hoodie.streamer.` or the older `hoodie.deltastreamer.`)
@@ -782,7 +788,7 @@ def _index_table() -> str:
 def reference_markdown() -> str:
     """`docs/configuration.md`: the prose above and a table of every key, section by section."""
     parts = [_INTRO.replace("{streamer}", _streamer_table()).replace("{index}", _index_table())
-             .replace("{refused}", _refused_table())]
+             .replace("{refused}", _refused_table()).replace("{irrelevant}", _irrelevant_table())]
     for section, about in SECTIONS.items():
         rows = [_row(key) for key in KEYS if key.section == section]
         parts.append(f"## `{section}`\n\n{about}\n\n| Key | Type | Default | Secret | Meaning |\n"
