@@ -19,6 +19,9 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from ingest.config.hudi_keys import irrelevant_table as _irrelevant_table
+from ingest.config.hudi_keys import reference_table as _refused_table
+
 REDACTED = "<redacted>"
 
 # Names of secret settings: Kafka's sasl.jaas.config and ssl.*.password, fsspec's `secret`/`token`,
@@ -432,7 +435,10 @@ KEYS: tuple[Key, ...] = (
         choices=("auto", "builtin", "python")),
     Key("source.kafka.options", Type.TEXT_MAP, "Kafka client properties, passed as `kafka.<name>` "
         "(`security.protocol`, `sasl.mechanism`, `sasl.jaas.config`, `ssl.truststore.location`, `group.id`, "
-        "...). Secret ones are redacted.", default={}),
+        "...), checked when the file is read (names and types kafka-python takes for the Python source). "
+        "`api.version` (e.g. `2.3`) skips kafka-python's broker version probe: older brokers and librdkafka's "
+        "mock cluster need it (else the bootstrap fails, naming this setting). Secret ones are redacted.",
+        default={}),
     Key("source.files.path", Type.STRING, "Folder (or glob) of input files, any fsspec/Hadoop URL Spark reads.",
         aliases=_streamer("source.dfs.root")),
     Key("source.files.format", Type.CHOICE, "Input file format.", default="parquet",
@@ -441,7 +447,10 @@ KEYS: tuple[Key, ...] = (
     Key("source.files.max_files_per_trigger", Type.INTEGER, "At most this many files per batch. Unset: all.",
         minimum=1),
     Key("source.format", Type.CHOICE, "Kafka message value encoding: JSON objects, Avro binary, or Confluent's "
-        "framed Avro (magic byte and schema id).", default="json", choices=("json", "avro", "confluent_avro")),
+        "framed Avro (magic byte and schema id). JSON FLOAT/DOUBLE values may be the bare literals `NaN`, "
+        "`Infinity`, `-Infinity` (as Python's json and Jackson's ALLOW_NON_NUMERIC_NUMBERS write them; quoted "
+        "\"NaN\" is an error), refused in the ordering and record key fields. `_hoodie_is_deleted: true` deletes "
+        "the record whether or not the schema declares the column.", default="json", choices=("json", "avro", "confluent_avro")),
     Key("source.schema", Type.STRING, "Schema of the records as Spark DDL (`order_id STRING NOT NULL, amount "
         "DECIMAL(12,2), ...`); JSON values and files only. Or `schema_file`."),
     Key("source.schema_file", Type.STRING, "Avro schema (.avsc) of the records. A relative path is relative to "
@@ -826,15 +835,29 @@ Spark datasource properties carry over. A `hoodie.*` key not listed below:
 - is an error when it is at most two edits (a letter added, dropped or changed, two letters
   swapped) from a listed key: a likely typo (`hoodie.datasource.write.hive_style_partitoning`),
   and the listed key is suggested. No key Hudi defines is that close to a listed one;
+- is refused when it would change what is written or what the table promises and ingest does not
+  honour it (see *Hudi keys ingest refuses* below): the error names the key and what ingest does
+  instead; the value that says what ingest does anyway is accepted;
 - otherwise is kept, passed on with the other Hudi settings, and reported as a warning naming it
   as unused. Properties files written for Hudi's own writers carry many settings that only matter
-  to them (parallelism, hive sync, ...); refusing those would make moving over needlessly hard,
-  while ignoring them silently would hide a setting someone expects to act.
+  to them (parallelism, caching, marker types, ...); refusing those would make moving over
+  needlessly hard, while ignoring them silently would hide a setting someone expects to act.
 
 Some Hudi keys are listed only to refuse values ingest cannot honour (a copy-on-write table type,
 the metadata table, a custom index class): ignoring them would change what the table means.
 In the `hudi` section keys not starting with `hoodie.` are errors; in the other sections every
 unknown key is.
+
+### Hudi keys ingest refuses
+
+Generated from `ingest/config/hudi_keys.py`, where each is classified:
+
+{refused}
+
+These families (but their keys listed in the tables of this page), like every other `hoodie.*` key
+not listed here, are kept with a warning:
+
+{irrelevant}
 
 ### HoodieStreamer keys
 
@@ -916,7 +939,8 @@ def _index_table() -> str:
 
 def reference_markdown() -> str:
     """`docs/configuration.md`: the prose above and a table of every key, section by section."""
-    parts = [_INTRO.replace("{streamer}", _streamer_table()).replace("{index}", _index_table())]
+    parts = [_INTRO.replace("{streamer}", _streamer_table()).replace("{index}", _index_table())
+             .replace("{refused}", _refused_table()).replace("{irrelevant}", _irrelevant_table())]
     for section, about in SECTIONS.items():
         rows = [_row(key) for key in KEYS if key.section == section]
         parts.append(f"## `{section}`\n\n{about}\n\n| Key | Type | Default | Secret | Meaning |\n"

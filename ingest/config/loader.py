@@ -32,6 +32,7 @@ import yaml
 
 from ingest.catalog.settings import TOOLS, SyncSettings, tool_classes
 from ingest.catalog.settings import Key as SYNC_KEYS
+from ingest.config import hudi_keys
 from ingest.config import keys as K
 from ingest.config.keys import HUDI, Key, Secret, Type
 from ingest.config.pipeline import (
@@ -54,6 +55,7 @@ from ingest.hudi.avro_names import check_names, sanitized_schema
 from ingest.hudi.bucket_index import hash_fields_from_config
 from ingest.hudi.heartbeat import HeartbeatSettings
 from ingest.hudi.table_config import PROPERTIES_PATH, TableConfig
+from ingest.kafka.client_config import consumer_config
 from ingest.kafka.decode import DecoderSpec, decoder_spec
 from ingest.kafka.registry import RegistrySettings, SubjectVersion, subject_urls
 from ingest.storage import Storage
@@ -120,7 +122,7 @@ def load_config(
         gathered.read_overrides(overrides)
         return _Resolver(gathered, origin).config(check_table)
     except ConfigError as e:
-        raise _scrubbed(e, gathered.secrets) from None
+        raise _scrubbed(e, gathered.secrets, gathered.from_env) from None
 
 
 # -- interpolation and YAML -----------------------------------------------------------------------
@@ -129,8 +131,11 @@ _REFERENCE = re.compile(r"\$(?:(\$)|\{([^}]*)\}|(\{))")
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def interpolate(text: str, env: Mapping[str, str]) -> str:
-    """`${NAME}`, `${NAME:-fallback}` (unset or empty) and `$$` (a `$`) replaced, as a shell would."""
+def interpolate(text: str, env: Mapping[str, str], found: set[str] | None = None) -> str:
+    """`${NAME}`, `${NAME:-fallback}` (unset or empty) and `$$` (a `$`) replaced, as a shell would.
+
+    `found` collects the values taken from the environment, and the whole text they made.
+    """
 
     def replace(match: re.Match[str]) -> str:
         if match.group(1):
@@ -141,13 +146,16 @@ def interpolate(text: str, env: Mapping[str, str]) -> str:
         if not _VARIABLE.fullmatch(name):
             raise ValueError(f"${{{match.group(2)}}} is not a variable reference: use ${{NAME}} or ${{NAME:-fallback}}")
         value = env.get(name)
-        if has_fallback:
-            return value or fallback
-        if value is None:
+        if value is None and not has_fallback:
             raise ValueError(f"environment variable {name} is not set")
-        return value
+        if found is not None and value:
+            found.add(value)
+        return value or fallback
 
-    return _REFERENCE.sub(replace, text)
+    result = _REFERENCE.sub(replace, text)
+    if found is not None and result != text and "${" in text:
+        found.add(result)
+    return result
 
 
 class _Unresolved(ValueError):
@@ -158,16 +166,16 @@ class _Unresolved(ValueError):
         self.name = name
 
 
-def _interpolate_tree(value: Any, env: Mapping[str, str], name: str) -> Any:
+def _interpolate_tree(value: Any, env: Mapping[str, str], name: str, found: set[str]) -> Any:
     try:
         if isinstance(value, str):
-            return interpolate(value, env)
+            return interpolate(value, env, found)
     except ValueError as e:
         raise _Unresolved(name, str(e)) from None
     if isinstance(value, Mapping):
-        return {entry: _interpolate_tree(item, env, f"{name}.{entry}") for entry, item in value.items()}
+        return {entry: _interpolate_tree(item, env, f"{name}.{entry}", found) for entry, item in value.items()}
     if isinstance(value, list):
-        return [_interpolate_tree(item, env, name) for item in value]
+        return [_interpolate_tree(item, env, name, found) for item in value]
     return value
 
 
@@ -237,8 +245,10 @@ class _Gathered:
         self.env = env
         self.values: dict[str, _Given] = {}
         self.extras: dict[str, _Given] = {}  # hoodie.* keys ingest does not use
+        self.honoured: dict[str, _Given] = {}  # refused hoodie.* keys given the value ingest writes anyway
         self.groups: set[str] = set()
         self.secrets: set[str] = set()
+        self.from_env: set[str] = set()  # values `${NAME}` brought in: no message shows them either
         self._layer: dict[str, _Given] = {}
 
     # -- sources ---------------------------------------------------------------------------------
@@ -323,13 +333,20 @@ class _Gathered:
         if isinstance(value, (Mapping, list)):
             raise ConfigError(f"expected a value, got {K.kind_of(value)} (write Hudi keys whole: hoodie.a.b: value)",
                               source=origin, key=name)
-        self.extras[name] = _Given(self._marked(name, K.to_text(value)), origin, name)
+        text = K.to_text(value)
+        refused = hudi_keys.refusal(hudi_key, text)
+        if refused is not None:
+            shown = K.REDACTED if K.is_secret(name) else repr(text)
+            accepted = f" (accepted: {', '.join(refused.allowed)})" if refused.allowed else ""
+            raise ConfigError(f"{shown} is not supported{accepted}: {refused.instead}", source=origin, key=name)
+        given = _Given(self._marked(name, text), origin, name)
+        (self.honoured if hudi_keys.is_honoured_value(hudi_key, text) else self.extras)[name] = given
 
     # -- values ----------------------------------------------------------------------------------
 
     def _interpolated(self, value: Any, name: str, origin: str) -> Any:
         try:
-            return _interpolate_tree(value, self.env, name)
+            return _interpolate_tree(value, self.env, name, self.from_env)
         except _Unresolved as e:
             raise ConfigError(str(e), source=origin, key=e.name) from None
 
@@ -401,11 +418,16 @@ def _bare(error: ConfigError) -> str:
     return text[len(prefix) + 2 :] if prefix and text.startswith(prefix + ": ") else text
 
 
-def _scrubbed(error: ConfigError, secrets: set[str]) -> ConfigError:
+def _scrubbed(error: ConfigError, secrets: set[str], from_env: set[str]) -> ConfigError:
+    """The error without secret values, nor values from the environment (whole words of them: an
+    environment value `30` hides `got '30'`, not the 30 in `300`)."""
     message = _bare(error)
     for secret in sorted(secrets, key=len, reverse=True):
         if secret:
             message = message.replace(secret, K.REDACTED)
+    for value in sorted(from_env, key=len, reverse=True):
+        if value.strip():
+            message = re.sub(rf"(?<![\w.-]){re.escape(value)}(?![\w.-])", K.REDACTED, message)
     return ConfigError(message, source=error.source, key=error.key)
 
 
@@ -492,7 +514,7 @@ class _Resolver:
         if check_table:
             self.check_table(table, write)
         ordered = {key.name: self.settings[key.name] for key in K.KEYS if key.name in self.settings}
-        ordered.update({name: given.value for name, given in self.g.extras.items()})
+        ordered.update({name: given.value for name, given in (*self.g.honoured.items(), *self.g.extras.items())})
         return PipelineConfig(
             origin=self.origin_file, table=table, hudi=hudi, write=write, source=source, quarantine=quarantine,
             stream=stream, services=services, spark=spark, settings=Settings(ordered),
@@ -505,7 +527,7 @@ class _Resolver:
         for key in K.KEYS:
             if key.section == HUDI and key.name in self.settings:
                 out[key.path[1]] = self.settings[key.name]
-        for name, given in self.g.extras.items():
+        for name, given in (*self.g.honoured.items(), *self.g.extras.items()):
             out[name[len(HUDI) + 1 :]] = given.value
         return Settings({name: value if isinstance(value, Secret) else K.to_text(value) for name, value in out.items()})
 
@@ -601,7 +623,7 @@ class _Resolver:
                 self.fail("source.kafka.options", "bootstrap.servers: set source.kafka.bootstrap_servers instead")
             if entry.lower().startswith("kafka."):
                 self.fail("source.kafka.options", f"{entry}: write Kafka properties without the kafka. prefix")
-        return KafkaInput(
+        kafka = KafkaInput(
             bootstrap_servers=servers,
             topics=topics or (),
             topic_pattern=pattern,
@@ -611,6 +633,19 @@ class _Resolver:
             implementation=self.get("source.kafka.implementation"),
             client_options=Settings(client),
         )
+        self.check_client_options(kafka)
+        return kafka
+
+    def check_client_options(self, kafka: KafkaInput) -> None:
+        """The client settings as the Kafka source will read them, now rather than after Spark starts:
+        all of kafka-python's rules for the Python source, the shared ones when Spark's connector may read them."""
+        try:
+            consumer_config(kafka.spark_options(), java_client=kafka.implementation != "python")
+        except ConfigError as e:
+            option = (e.key or "").removeprefix("kafka.")
+            name = f"source.kafka.options.{option}" if option else "source.kafka.options"
+            given = self.g.values.get("source.kafka.options")
+            raise ConfigError(_bare(e), source=given.origin if given else self.origin_file, key=name) from None
 
     def starting_offsets(self) -> str:
         name = "source.kafka.starting_offsets"
