@@ -8,9 +8,11 @@ Bucket index: records are routed by (partition, bucket), and one task does every
 pre-combine, look up the key state, drop stale versions, write the file group, write the state.
 
 Key index: a first pass, routed by key shard, pre-combines and resolves against the shard's state
-and tags each record (`tag`). The driver then sizes the file groups for new keys (`insert_buckets`),
-and a second pass, routed by file group, writes them (`write_groups`), while the tagged records,
-still grouped by shard, write the state (`write_state`).
+and tags each record (`tag`). The driver then places new keys as Hudi's upsert partitioner does for
+an index that cannot index log files (`insert_buckets`: the plan's small base files, then new file
+groups), and a second pass, routed by file group, writes them (`write_groups`: a small file's group
+is rewritten into a new base file), while the tagged records, still grouped by shard, write the
+state (`write_state`).
 """
 
 from __future__ import annotations
@@ -330,14 +332,20 @@ def insert_counts(tagged: pa.Table) -> dict[str, int]:
 
 
 def insert_buckets(plan: WritePlan, counts: Mapping[str, int]) -> dict[str, tuple[tuple[str, int], ...]]:
-    """New keys per partition fill file groups with room first, then new ones, each up to the size limit."""
-    per_group = max(1, plan.file_group_max_bytes // max(1, plan.record_bytes))
+    """New keys per partition: the plan's small files first, then new file groups (`UpsertPartitioner.assignInserts`).
+
+    A small file takes (max file size - its size) / bytes per record of them; the rest is cut into
+    new file groups of `hoodie.copyonwrite.insert.split.size` records, or, auto-split, of max file
+    size / bytes per record, the last one taking the remainder.
+    """
+    record_bytes = max(1, plan.record_bytes)
+    per_group = max(1, plan.insert_split or plan.file_group_max_bytes // record_bytes)
     out = {}
     for partition, n in sorted(counts.items()):
         buckets = []
         remaining = n
-        for file_id, spare_bytes in plan.open_groups.get(partition, ()):
-            take = min(remaining, spare_bytes // max(1, plan.record_bytes))
+        for file_id, size in plan.small_files.get(partition, ()):
+            take = min(remaining, (plan.file_group_max_bytes - size) // record_bytes)
             if take > 0:
                 buckets.append((file_id, take))
                 remaining -= take
