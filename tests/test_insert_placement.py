@@ -115,3 +115,19 @@ def test_new_file_groups_are_sized_by_max_file_size_over_record_size(tmp_path):
     assert len(slices) == 3
     sizes = sorted(read_base_file(table.storage, s.base_file.path, columns=[avro.RECORD_KEY]).num_rows for s in slices)
     assert sum(sizes) == 25
+
+
+def test_a_key_deleted_in_a_log_comes_back_to_its_file_group(tmp_path):
+    """A delete in a log leaves the key in its group's base file, where `HoodieSimpleIndex` (base files
+    only, `HoodieIndexUtils.getLatestBaseFilesForPartition`) still finds it; Hudi tags the key's next
+    version as an update of that group (`HoodieAppendHandle`), so it goes there, not to a new base file
+    where Hudi's index would find the key twice."""
+    writer = LocalWriter(options_for(tmp_path / "t", "key", "base"))
+    writer.write(batch(["a", "b"], 1))
+    writer.write(batch(["a"], 2, deleted={"a"}))   # a delete block in the group's log
+    result = writer.write(batch(["a", "c"], 3))     # a again, and a new key
+    table = HudiTable.open(str(tmp_path / "t"))
+    assert check_keys_in_base_files(table) == 3
+    assert live_rows(table) == {"a": 3.0, "b": 1.0, "c": 3.0}
+    assert (result.counts["updates"], result.counts["inserts"]) == (1, 1)
+    assert hudi_rs_rows(tmp_path / "t") == {"a": 3.0, "b": 1.0, "c": 3.0}

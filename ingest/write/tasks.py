@@ -27,13 +27,14 @@ import pyarrow.compute as pc
 
 from ingest.hudi import markers
 from ingest.hudi import schema as avro
+from ingest.hudi.base_file import read_base_file
 from ingest.hudi.bucket_index import bucket_ids, java_string_hashes
 from ingest.hudi.commit_metadata import WriteStat
 from ingest.index import key_state as ks
 from ingest.write import precombine as pcb
 from ingest.write.file_group_writer import IS_UPDATE, TaskIdentity, write_file_groups
 from ingest.write.plan import WritePlan
-from ingest.write.resolve import FILE_ID, join_rows, resolve, state_changes
+from ingest.write.resolve import DELETED_IN, FILE_ID, join_rows, resolve, state_changes
 
 BUCKET = "_ingest_bucket"
 SHARD = "_ingest_shard"
@@ -219,7 +220,7 @@ def bucket_task(plan: WritePlan, records: pa.Table, task: TaskIdentity) -> TaskR
         group = _bucket_tombstones(group, state)
         combined = pcb.precombine(group, plan.ordering_field, global_scope=False)
         resolved = resolve(combined, state, plan.ordering_field, plan.event_time, global_scope=False)
-        upserts = resolved.upserts
+        upserts = _drop_internal(resolved.upserts, DELETED_IN)
         partitions = upserts.column(pcb.PARTITION).combine_chunks().dictionary_encode()
         ids = pa.array([plan.bucket_file_id(p, bucket) for p in partitions.dictionary.to_pylist()], pa.string())
         file_ids = pa.DictionaryArray.from_arrays(partitions.indices, ids).cast(pa.string())
@@ -289,9 +290,10 @@ def tag(plan: WritePlan, records: pa.Table, schema: pa.Schema) -> tuple[pa.Table
             group = _expand_unknown_partitions(group, state)
         combined = pcb.precombine(group, plan.ordering_field, global_scope=plan.global_scope)
         resolved = resolve(combined, state, plan.ordering_field, plan.event_time, plan.global_scope)
-        for k, v in _counts(resolved, resolved.upserts).items():
+        upserts = _back_where_hudi_finds_them(plan, resolved.upserts)
+        for k, v in _counts(resolved, upserts).items():
             counts[k] += v
-        parts = [_conform(resolved.upserts, schema, UPSERT, shard)]
+        parts = [_conform(upserts, schema, UPSERT, shard)]
         deletes = resolved.deletes
         if deletes.num_rows:
             parts.append(_conform(deletes.drop_columns(["_ingest_moved"]), schema, DELETE, shard))
@@ -305,6 +307,35 @@ def tag(plan: WritePlan, records: pa.Table, schema: pa.Schema) -> tuple[pa.Table
         out.extend(parts)
     table = pa.concat_tables(out) if out else schema.empty_table()
     return table, counts
+
+
+def _back_where_hudi_finds_them(plan: WritePlan, upserts: pa.Table) -> pa.Table:
+    """A deleted key written again goes back to its file group when that group's base file still holds
+    it (the delete is in a log): Hudi's SIMPLE and BLOOM indexes read base files, not logs
+    (`HoodieIndexUtils.getLatestBaseFilesForPartition`), so Hudi tags such a key as an update of that
+    group (`HoodieAppendHandle`); put anywhere else, its index would find the key in two files."""
+    again = upserts.column(DELETED_IN).combine_chunks() if upserts.num_rows else None
+    if again is None or again.null_count == len(again):
+        return _drop_internal(upserts, DELETED_IN)
+    file_ids = upserts.column(FILE_ID).to_pylist()
+    updates = upserts.column(IS_UPDATE).to_pylist()
+    keys = upserts.column(pcb.KEY).to_pylist()
+    partitions = upserts.column(pcb.PARTITION).to_pylist()
+    groups = again.to_pylist()
+    in_base: dict[tuple[str, str], set] = {}
+    for i in np.flatnonzero(pc.is_valid(again).to_numpy(zero_copy_only=False)):
+        place = (partitions[i], groups[i])
+        target = plan.targets.get(place)
+        if target is None or target.base_file is None:
+            continue
+        if place not in in_base:
+            base = read_base_file(plan.storage, target.path(target.base_file), columns=[avro.RECORD_KEY])
+            in_base[place] = set(base.column(avro.RECORD_KEY).to_pylist())
+        if keys[i] in in_base[place]:
+            file_ids[i], updates[i] = groups[i], True
+    upserts = upserts.set_column(upserts.schema.get_field_index(FILE_ID), FILE_ID, pa.array(file_ids, pa.string()))
+    upserts = upserts.set_column(upserts.schema.get_field_index(IS_UPDATE), IS_UPDATE, pa.array(updates, pa.bool_()))
+    return upserts.drop_columns([DELETED_IN])
 
 
 def _conform(table: pa.Table, schema: pa.Schema, kind: str, shard: int) -> pa.Table:
