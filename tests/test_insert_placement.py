@@ -131,3 +131,42 @@ def test_a_key_deleted_in_a_log_comes_back_to_its_file_group(tmp_path):
     assert live_rows(table) == {"a": 3.0, "b": 1.0, "c": 3.0}
     assert (result.counts["updates"], result.counts["inserts"]) == (1, 1)
     assert hudi_rs_rows(tmp_path / "t") == {"a": 3.0, "b": 1.0, "c": 3.0}
+
+
+def test_a_small_base_file_hudi_wrote_takes_new_keys_keeping_its_records_meta_fields(hudi_table_copy):
+    """Continuing a table Hudi wrote with its default (SIMPLE) index: a new key in a partition whose
+    file group is one small base file is merged into it (`SparkUpsertDeltaCommitPartitioner` small
+    file, `HoodieMergeHandle`): same file id, a new base file; records not touched keep Hudi's
+    `_hoodie_commit_time`/`_hoodie_commit_seqno` and get the new `_hoodie_file_name`
+    (`HoodieMergeHandle.writeToFile` with metadata preserved); hudi-rs reads exactly the rows."""
+    from test_sink import FIXTURE_SETTINGS
+
+    from ingest.write.options import IndexOptions, IndexType, WriteOptions
+
+    path = hudi_table_copy("v6_trips_8i1u")
+    table = HudiTable.open(str(path))
+    _, slices = context(table)
+    chennai = next(s for s in slices if s.partition_path == "city=chennai")
+    assert chennai.base_file is not None and not chennai.log_files
+    before = read_base_file(table.storage, chennai.base_file.path).to_pylist()
+    expected = hudi_rs_rows(path)
+    row = {"ts": 1700000000000, "uuid": "new-1", "rider": "rider-X", "driver": "driver-X", "fare": 13.0,
+           "city": "chennai"}
+    LocalWriter(WriteOptions(table_path=str(path), table_name="v6_trips_8i1u", hudi=FIXTURE_SETTINGS,
+                             index=IndexOptions(type=IndexType.KEY, shards=2))).write(
+        pa.Table.from_pylist([row], pa.schema([("ts", pa.int64()), ("uuid", pa.string()), ("rider", pa.string()),
+                                                ("driver", pa.string()), ("fare", pa.float64()), ("city", pa.string())])))
+    table = HudiTable.open(str(path))
+    _, slices = context(table)
+    merged = next(s for s in slices if s.partition_path == "city=chennai")
+    assert merged.file_id == chennai.file_id and not merged.log_files
+    assert merged.base_file.name.instant > chennai.base_file.name.instant
+    after = {r["uuid"]: r for r in read_base_file(table.storage, merged.base_file.path).to_pylist()}
+    for old in before:
+        kept = after[old["uuid"]]
+        assert (kept[avro.COMMIT_TIME], kept[avro.COMMIT_SEQNO]) == (old[avro.COMMIT_TIME], old[avro.COMMIT_SEQNO])
+        assert kept[avro.FILE_NAME] == merged.base_file.name.name
+    assert after["new-1"][avro.COMMIT_TIME] == merged.base_file.name.instant
+    assert check_keys_in_base_files(table) == len(expected) + 1
+    expected["new-1"] = 13.0
+    assert hudi_rs_rows(path) == expected
