@@ -8,6 +8,8 @@ struct; keys optionally skewed):
 
 * our sink: bulk load of `--rows` rows (parquet base files), then `--rounds` upsert micro-batches of
   `--upsert-rows` rows into that table (log mode), and the commit latency of many small batches;
+* the default configuration (key index, Hudi's SIMPLE: new keys into base files, small files first):
+  the same rows loaded, then the same upsert batches (`upsert_time_vs_spark_parquet_default_index`);
 * Spark's own parquet append of each upsert DataFrame (cached, so both writers read the same memory);
 * Spark's own shuffle of the same rows by key to as many tasks as our sink uses, handed to Python as
   Arrow batches that Python only counts: what any Python writer behind a shuffle pays before its
@@ -146,7 +148,9 @@ def events(spark, n: int, *, key_offset: int = 0, key_space: int | None = None, 
     )
 
 
-def options(path: str, buckets: int, insert_mode: str = "log", services: bool = False):
+def options(path: str, buckets: int, insert_mode: str | None = "log", services: bool = False, index: str = "bucket"):
+    """The sink's options; `index="key"` with `insert_mode=None` is the default configuration (SIMPLE:
+    the key index, inserts into base files, small files first)."""
     from ingest.write.file_group_writer import InsertMode
     from ingest.write.options import IndexOptions, IndexType, WriteOptions
 
@@ -158,8 +162,8 @@ def options(path: str, buckets: int, insert_mode: str = "log", services: bool = 
             "hoodie.datasource.write.partitionpath.field": "region",
             "hoodie.datasource.write.precombine.field": "updated_at",
         },
-        index=IndexOptions(type=IndexType.BUCKET, bucket_count=buckets),
-        insert_mode=InsertMode(insert_mode),
+        index=IndexOptions(type=IndexType(index), bucket_count=buckets),
+        insert_mode=InsertMode(insert_mode) if insert_mode else None,
         checkpoint_id="benchmark",
     )
 
@@ -251,8 +255,12 @@ def warm_up(spark, work: Path) -> None:
         sink.write(df)
     with HudiSink(options(str(work / "warm"), 2), spark=spark) as sink:
         sink.write(df, batch=BatchId("warm", 0))
+    with HudiSink(options(str(work / "warm-key"), 2, insert_mode=None, index="key"), spark=spark) as sink:
+        sink.write(df, batch=BatchId("warm", 0))
+        sink.write(df, batch=BatchId("warm", 1))
     df.unpersist()
     shutil.rmtree(work / "warm", ignore_errors=True)
+    shutil.rmtree(work / "warm-key", ignore_errors=True)
     shutil.rmtree(work / "warm-parquet", ignore_errors=True)
 
 
@@ -309,6 +317,32 @@ def measure_sink(spark, args, work: Path) -> dict:
         out["small_batch_commit_p50_s"] = statistics.median(latencies)
         out["small_batch_commit_p95_s"] = sorted(latencies)[max(0, int(round(0.95 * len(latencies))) - 1)]
     out["table_rows_after"] = read_snapshot(HudiTable.open(table_path)).num_rows if args.rows <= 2_000_000 else None
+    return out
+
+
+def measure_default_index(spark, args, work: Path, parquet_append_s: float) -> dict:
+    """The default configuration's path: the key index (Hudi's SIMPLE), new keys into base files (small
+    files first, as Hudi's writer puts them), updates into logs; the same upsert batches as the bucket path."""
+    from ingest.spark.sink import HudiSink
+    from ingest.write.commit import BatchId
+
+    path = str(work / "hudi-default")
+    base = events(spark, args.rows, partitions=args.partitions).cache()
+    base.count()
+    out: dict = {}
+    with HudiSink(options(path, args.buckets, insert_mode=None, index="key"), spark=spark) as sink:
+        out["default_index_load_s"], _ = timed(lambda: sink.write(base, batch=BatchId("default", 0)))
+        base.unpersist()
+        times = []
+        for r in range(args.rounds):
+            upsert = upsert_batch(spark, args, r).cache()
+            upsert.count()
+            seconds, _ = timed(lambda upsert=upsert, r=r: sink.write(upsert, batch=BatchId("default", r + 1)))
+            times.append(seconds)
+            upsert.unpersist()
+    out["upsert_default_index_s"] = statistics.median(times)
+    out["upsert_default_index_rounds_s"] = times
+    out["upsert_time_vs_spark_parquet_default_index"] = out["upsert_default_index_s"] / parquet_append_s
     return out
 
 
@@ -422,6 +456,9 @@ def report(figures: dict) -> None:
         ("ingest upsert micro-batch, log mode (s, median)", figures.get("upsert_s")),
         ("  upsert time / Spark parquet append", figures.get("upsert_time_vs_spark_parquet")),
         ("  upsert rows/s", figures.get("upsert_rows_per_s")),
+        ("ingest upsert micro-batch, default index: key, inserts in base files (s, median)",
+         figures.get("upsert_default_index_s")),
+        ("  default index upsert time / Spark parquet append", figures.get("upsert_time_vs_spark_parquet_default_index")),
         ("delta-rs append of the base table (s)", figures.get("delta_append_s")),
         ("delta-rs merge of the upsert batch (s, median)", figures.get("delta_merge_s")),
         ("  upsert rows/s / delta-rs merge rows/s", figures.get("upsert_throughput_vs_delta_merge")),
@@ -463,6 +500,7 @@ def main(argv: list[str] | None = None) -> int:
     figures: dict = {}
     warm_up(spark, work)
     figures.update(measure_sink(spark, args, work))
+    figures.update(measure_default_index(spark, args, work, figures["spark_parquet_append_s"]))
     figures.update(measure_driver_memory(spark, args, work))
     figures.update(measure_encoder(spark, min(args.encoder_rows, args.rows)))
     if not args.skip_delta:

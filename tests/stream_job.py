@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("table")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--index", default="bucket")
-    parser.add_argument("--insert-mode", default="log")
+    parser.add_argument("--insert-mode", default=None, help="default: log for bucket, base for key (as Hudi)")
     parser.add_argument("--parallelism", type=int, default=None, help="write tasks for every batch")
     args = parser.parse_args(argv)
 
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
             "hoodie.datasource.write.precombine.field": "ts",
         },
         index=IndexOptions(type=IndexType(args.index), bucket_count=2, shards=2),
-        insert_mode=InsertMode(args.insert_mode),
+        insert_mode=InsertMode(args.insert_mode) if args.insert_mode else None,
         checkpoint_id="test-stream",
         lock_expiry_seconds=2.0,
     )

@@ -328,6 +328,45 @@ def test_hudi_index_types_map_to_ours(tmp_path, index_type, kind, global_scope):
     assert config.hudi["hoodie.index.type"] == index_type
 
 
+@pytest.mark.parametrize("index_type", ["SIMPLE", "BLOOM", "GLOBAL_SIMPLE", "GLOBAL_BLOOM", "RECORD_INDEX"])
+def test_log_inserts_are_refused_with_an_index_that_cannot_index_log_files(tmp_path, index_type):
+    """Hudi's `HoodieIndex.canIndexLogFiles()` is false for HoodieSimpleIndex, HoodieBloomIndex, their global
+    forms and SparkMetadataTableRecordIndex, and `BaseSparkDeltaCommitActionExecutor.handleInsert` then
+    writes inserts to base files: keys we put in log files would be invisible to Hudi's writers. The
+    configuration is refused in one line naming both keys."""
+    config = base(tmp_path)
+    config["hudi"]["hoodie.index.type"] = index_type
+    config["write"] = {"insert_mode": "log"}
+    path = write(tmp_path, config)
+    with pytest.raises(ConfigError) as e:
+        load_config(path)
+    assert str(e.value) == (
+        f"{path}: write.insert_mode: is log, but hudi.hoodie.index.type {index_type} finds keys in base files only "
+        "(only BUCKET can index log files): Hudi's writers would not see these keys; use base")
+
+
+@pytest.mark.parametrize(("index_type", "mode"), [("BUCKET", "log"), ("SIMPLE", "base"), ("BLOOM", "base")])
+def test_insert_mode_defaults_to_where_hudis_writer_puts_inserts(tmp_path, index_type, mode):
+    """`BaseSparkDeltaCommitActionExecutor.handleInsert`: log files when `canIndexLogFiles()` (the bucket
+    index), base files otherwise; Hudi's sizing keys reach the writer with Hudi's defaults
+    (`HoodieCompactionConfig.PARQUET_SMALL_FILE_LIMIT` 100 MiB, `HoodieStorageConfig.PARQUET_MAX_FILE_SIZE`)."""
+    config = load_config(write(tmp_path, base(tmp_path)), [f"hudi.hoodie.index.type={index_type}"])
+    assert config.write.insert_mode.value == mode
+    assert config.settings["write.insert_mode"] == mode
+    assert config.write.small_files.small_file_limit == 104857600
+    assert config.write.file_group_max_bytes == 120 * 1024**2
+    tuned = load_config(write(tmp_path, base(tmp_path)), [
+        f"hudi.hoodie.index.type={index_type}", "hudi.hoodie.parquet.small.file.limit=0",
+        "hudi.hoodie.parquet.max.file.size=1000"])
+    assert tuned.write.small_files.small_file_limit == 0 and tuned.write.file_group_max_bytes == 1000
+
+
+def test_write_options_refuse_log_inserts_with_the_key_index():
+    """The same rule for writers built without a configuration file (`HoodieIndex.canIndexLogFiles`)."""
+    with pytest.raises(ConfigError, match="write.insert_mode"):
+        WriteOptions(table_path="/t", table_name="t", index=IndexOptions(type=IndexType.KEY), insert_mode="log")
+
+
 def test_env_interpolation(tmp_path):
     config = base(tmp_path)
     config["table"]["path"] = "${LAKE}/orders"

@@ -355,9 +355,27 @@ KEYS: tuple[Key, ...] = (
     Key("hudi.hoodie.compaction.target.io", Type.INTEGER, "BoundedIO strategies: megabytes of IO one "
         "compaction may plan.", default=500 * 1024, minimum=0, service=True),
     Key("hudi.hoodie.parquet.max.file.size", Type.INTEGER, "Target base file size in bytes; compaction "
-        "estimates its IO with it, and a `bulk_insert` writes base files of this size, as Hudi's bulk insert does. "
-        "(Other inserts are sized by `write.file_group_max_bytes`.)",
+        "estimates its IO with it, a `bulk_insert` writes base files of this size, as Hudi's bulk insert does, "
+        "and other inserts with an index other than BUCKET fill small files and new base files up to it "
+        "(unless `write.file_group_max_bytes` says otherwise).",
         default=120 * 1024**2, minimum=1, service=True),
+    Key("hudi.hoodie.parquet.small.file.limit", Type.INTEGER, "Index other than BUCKET: a file group whose "
+        "latest slice is a base file smaller than this, without log files, takes new keys, rewritten into a new "
+        "base file with them (and that batch's updates and deletes to it), as Hudi's Merge-On-Read writer does "
+        "for an index that cannot index log files. 0: never; every batch's new keys open new file groups.",
+        default=104857600, minimum=0),
+    Key("hudi.hoodie.merge.small.file.group.candidates.limit", Type.INTEGER, "Index other than BUCKET: how "
+        "many small files per partition take new keys in one commit, smallest first.", default=1, minimum=0),
+    Key("hudi.hoodie.copyonwrite.record.size.estimate", Type.INTEGER, "Index other than BUCKET: bytes per "
+        "record assumed when sizing files for new keys, until a commit (a compaction) wrote more than "
+        "`hoodie.record.size.estimation.threshold` times the small file limit.", default=1024, minimum=1),
+    Key("hudi.hoodie.record.size.estimation.threshold", Type.NUMBER, "Index other than BUCKET: see "
+        "`hoodie.copyonwrite.record.size.estimate`.", default=1.0, minimum=0),
+    Key("hudi.hoodie.copyonwrite.insert.split.size", Type.INTEGER, "Index other than BUCKET: new keys per "
+        "new file group when `hoodie.copyonwrite.insert.auto.split` is false.", default=500000, minimum=1),
+    Key("hudi.hoodie.copyonwrite.insert.auto.split", Type.BOOLEAN, "Index other than BUCKET: size new file "
+        "groups to the max file size over the bytes per record, instead of the insert split size.",
+        default=True),
     Key("hudi.hoodie.clean.automatic", Type.BOOLEAN, "Clean old file slices after commits.", default=True,
         service=True),
     Key("hudi.hoodie.cleaner.policy", Type.CHOICE, "What the cleaner keeps.",
@@ -485,12 +503,14 @@ KEYS: tuple[Key, ...] = (
         aliases=_streamer("source.sanitize.invalid.char.mask")),
     # -- write ------------------------------------------------------------------------------------
     Key("write.insert_mode", Type.CHOICE, "New records go to log files (`log`: cheap, compaction makes base "
-        "files later) or straight to base files (`base`: readers that skip logs see them).", default="log",
-        choices=("log", "base")),
+        "files later; BUCKET only, the one index Hudi's writers use that can find keys in log files) or to base "
+        "files (`base`: readers that skip logs see them, and Hudi's SIMPLE, BLOOM, GLOBAL_* and RECORD_INDEX "
+        "writers find them).", choices=("log", "base"),
+        default_doc="log with BUCKET, base with every other index type"),
     Key("write.delete_flag_column", Type.STRING, "A boolean column that, when true, makes the record a delete "
         "(besides Hudi's `_hoodie_is_deleted`)."),
-    Key("write.file_group_max_bytes", Type.SIZE, "Inserts go to a file group while its file slice (base file "
-        "and logs) is smaller than this.", default=120 * 1024**2, minimum=1),
+    Key("write.file_group_max_bytes", Type.SIZE, "Index other than BUCKET: the size inserts fill small files "
+        "and new file groups to.", default_doc="`hoodie.parquet.max.file.size`", minimum=1),
     Key("write.key_index_shards", Type.INTEGER, "Key index (every index type but BUCKET): shards of the "
         "persisted record key index.", default=8, minimum=1),
     Key("write.jvm_timezone", Type.STRING, "Default time zone of the JVMs of Hudi writers sharing the table; "

@@ -60,7 +60,7 @@ from ingest.kafka.decode import DecoderSpec, decoder_spec
 from ingest.kafka.registry import RegistrySettings, SubjectVersion, subject_urls
 from ingest.storage import Storage
 from ingest.write.file_group_writer import InsertMode
-from ingest.write.options import IndexOptions, IndexType, Operation, WriteOptions
+from ingest.write.options import IndexOptions, IndexType, Operation, SmallFileOptions, WriteOptions
 
 SET = "--set"
 RECORD_KEY = "hudi.hoodie.datasource.write.recordkey.field"
@@ -70,6 +70,8 @@ PAYLOAD = "hudi.hoodie.datasource.write.payload.class"
 KEYGEN_CLASS = "hudi.hoodie.datasource.write.keygenerator.class"
 KEYGEN_TYPE = "hudi.hoodie.datasource.write.keygenerator.type"
 INDEX_TYPE = "hudi.hoodie.index.type"
+INSERT_MODE = "write.insert_mode"
+MAX_FILE_SIZE = "hudi.hoodie.parquet.max.file.size"
 CLEANER_POLICY = "hudi.hoodie.cleaner.policy"
 KEEP_MIN, KEEP_MAX = "hudi.hoodie.keep.min.commits", "hudi.hoodie.keep.max.commits"
 COMMITS_RETAINED = "hudi.hoodie.cleaner.commits.retained"
@@ -544,6 +546,32 @@ class _Resolver:
                 self.fail(name, f"applies only to {INDEX_TYPE}=BUCKET, not {index_name}")
             self.settings.pop(name, None)
 
+    def insert_mode(self, kind: str) -> InsertMode:
+        """`log` only with an index that can index log files (Hudi's `HoodieIndex.canIndexLogFiles`)."""
+        mode = self.get(INSERT_MODE)
+        if mode == InsertMode.LOG.value and not IndexType(kind).can_index_log_files:
+            self.fail(INSERT_MODE, f"is log, but {INDEX_TYPE} {self.get(INDEX_TYPE)} finds keys in base files only "
+                      "(only BUCKET can index log files): Hudi's writers would not see these keys; use base")
+        resolved = InsertMode(mode) if mode else (
+            InsertMode.LOG if IndexType(kind).can_index_log_files else InsertMode.BASE)
+        self.settings[INSERT_MODE] = resolved.value
+        return resolved
+
+    def file_group_max_bytes(self) -> int:
+        size = self.get("write.file_group_max_bytes") or self.get(MAX_FILE_SIZE)
+        self.settings["write.file_group_max_bytes"] = size
+        return int(size)
+
+    def small_files(self) -> SmallFileOptions:
+        return SmallFileOptions(
+            small_file_limit=self.get("hudi.hoodie.parquet.small.file.limit"),
+            candidates=self.get("hudi.hoodie.merge.small.file.group.candidates.limit"),
+            record_size_estimate=self.get("hudi.hoodie.copyonwrite.record.size.estimate"),
+            estimation_threshold=float(self.get("hudi.hoodie.record.size.estimation.threshold")),
+            insert_split_size=self.get("hudi.hoodie.copyonwrite.insert.split.size"),
+            auto_split=bool(self.get("hudi.hoodie.copyonwrite.insert.auto.split")),
+        )
+
     def write_options(self, table: TableSettings, hudi: Settings) -> WriteOptions:
         kind, global_scope = K.INDEX_TYPES[self.get(INDEX_TYPE)]
         hash_field = self.get("hudi.hoodie.bucket.index.hash.field")
@@ -561,8 +589,9 @@ class _Resolver:
                     global_scope=global_scope,
                     shards=self.get("write.key_index_shards"),
                 ),
-                insert_mode=InsertMode(self.get("write.insert_mode")),
-                file_group_max_bytes=self.get("write.file_group_max_bytes"),
+                insert_mode=self.insert_mode(kind),
+                file_group_max_bytes=self.file_group_max_bytes(),
+                small_files=self.small_files(),
                 log_file_max_bytes=self.get("hudi.hoodie.logfile.max.size"),
                 log_block_max_bytes=self.get("hudi.hoodie.logfile.data.block.max.size"),
                 delete_flag_column=self.get("write.delete_flag_column") or None,
