@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 
+import hudi_invariants
 import pyarrow as pa
 import pytest
-from test_table_semantics import check_hudi_rs, check_keys_in_base_files, options_for
+from test_table_semantics import check_hudi_rs, options_for
 
 from ingest.hudi import schema as avro
 from ingest.hudi.base_file import read_base_file
@@ -65,7 +66,7 @@ def test_stream_batches_fill_one_small_base_file(spark, tmp_path):
     table = HudiTable.open(str(path))
     _, slices = context(table)
     assert len(slices) == 1 and slices[0].base_file is not None and not slices[0].log_files
-    assert check_keys_in_base_files(table) == len(expected)
+    assert hudi_invariants.check_keys_in_base_files(table.base_url) == len(expected)
     assert live_rows(table) == expected
     assert hudi_rs_rows(path) == expected
     check_hudi_rs(str(path), table)
@@ -85,7 +86,7 @@ def test_small_file_limit_zero_opens_a_file_group_per_batch(tmp_path):
     table = HudiTable.open(str(tmp_path / "t"))
     _, slices = context(table)
     assert len(slices) == 3 and all(s.base_file is not None and not s.log_files for s in slices)
-    assert check_keys_in_base_files(table) == 12
+    assert hudi_invariants.check_keys_in_base_files(table.base_url) == 12
 
 
 def test_a_slice_with_log_files_is_not_a_small_file(tmp_path):
@@ -99,7 +100,7 @@ def test_a_slice_with_log_files_is_not_a_small_file(tmp_path):
     table = HudiTable.open(str(tmp_path / "t"))
     _, slices = context(table)
     assert sorted(len(s.log_files) for s in slices) == [0, 1]
-    assert check_keys_in_base_files(table) == 4
+    assert hudi_invariants.check_keys_in_base_files(table.base_url) == 4
     assert live_rows(table) == {"a": 2.0, "b": 1.0, "c": 3.0, "d": 3.0}
 
 
@@ -127,7 +128,7 @@ def test_a_key_deleted_in_a_log_comes_back_to_its_file_group(tmp_path):
     writer.write(batch(["a"], 2, deleted={"a"}))   # a delete block in the group's log
     result = writer.write(batch(["a", "c"], 3))     # a again, and a new key
     table = HudiTable.open(str(tmp_path / "t"))
-    assert check_keys_in_base_files(table) == 3
+    assert hudi_invariants.check_keys_in_base_files(table.base_url) == 3
     assert live_rows(table) == {"a": 3.0, "b": 1.0, "c": 3.0}
     assert (result.counts["updates"], result.counts["inserts"]) == (1, 1)
     assert hudi_rs_rows(tmp_path / "t") == {"a": 3.0, "b": 1.0, "c": 3.0}
@@ -167,6 +168,6 @@ def test_a_small_base_file_hudi_wrote_takes_new_keys_keeping_its_records_meta_fi
         assert (kept[avro.COMMIT_TIME], kept[avro.COMMIT_SEQNO]) == (old[avro.COMMIT_TIME], old[avro.COMMIT_SEQNO])
         assert kept[avro.FILE_NAME] == merged.base_file.name.name
     assert after["new-1"][avro.COMMIT_TIME] == merged.base_file.name.instant
-    assert check_keys_in_base_files(table) == len(expected) + 1
+    assert hudi_invariants.check_keys_in_base_files(table.base_url) == len(expected) + 1
     expected["new-1"] = 13.0
     assert hudi_rs_rows(path) == expected
