@@ -395,3 +395,44 @@ def test_glue_holds_what_aws_glue_catalog_sync_registers(aws, tmp_path):
         assert params["last_commit_completion_time_sync"] == \
             _s3_completion(s3, [*delta_keys, f"trips/.hoodie/{plan.scheduled}.commit"]) > \
             _s3_completion(s3, delta_keys)
+
+
+@pytest.mark.slow
+def test_backfill_syncs_after_every_commit_and_ingest_sync_config_reruns_idempotently(
+        spark, metastore, tmp_path, caplog, capsys):  # noqa: F811
+    """HoodieSparkSqlWriter.metaSync / StreamSync.runMetaSync: the sync runs after each commit of the job,
+    its partitions are those the commit wrote (HoodieSyncClient.getWrittenPartitionsSince); `ingest sync
+    --config` with the same file then finds nothing to do."""
+    import logging
+
+    import pyarrow.parquet as pq
+    import yaml
+
+    export = tmp_path / "export"
+    export.mkdir()
+    for i, part in enumerate(["p0", "p1", "p2"]):
+        pq.write_table(pa.table({"id": [f"k{i}"], "part": [part], "ts": pa.array([1], pa.int64())}),
+                       export / f"f{i}.parquet")
+    config = tmp_path / "backfill.yaml"
+    config.write_text(yaml.safe_dump({
+        "table": {"path": str(tmp_path / "table"), "name": "events", "database": "lake_jobs"},
+        "hudi": {"hoodie.datasource.write.recordkey.field": "id", "hoodie.datasource.write.partitionpath.field": "part",
+                 "hoodie.datasource.write.precombine.field": "ts", "hoodie.index.type": "BUCKET",
+                 "hoodie.bucket.index.num.buckets": 1,
+                 "hoodie.datasource.write.streaming.checkpoint.identifier": "events-backfill",
+                 "hoodie.datasource.meta.sync.enable": True,
+                 "hoodie.datasource.hive_sync.metastore.uris": metastore.uri},
+        "source": {"files": {"path": str(export), "format": "parquet", "max_files_per_trigger": 1},
+                   "schema": "id STRING NOT NULL, part STRING NOT NULL, ts BIGINT NOT NULL"},
+    }))
+    with caplog.at_level(logging.INFO):
+        assert cli.main(["backfill", "--config", str(config)]) == 0
+    batches = [r.getMessage() for r in caplog.records if r.getMessage().startswith("backfill batch ")]
+    assert len(batches) == 3 and all(line.endswith(" sync=ok") for line in batches), batches
+    synced = [r.getMessage() for r in caplog.records if r.getMessage().startswith("synced lake_jobs.")]
+    assert [s.split(": ", 1)[1].split(" in ")[0] for s in synced] == [
+        "created events_ro,events_rt, partitions +2 ~0 -0", "partitions +2 ~0 -0", "partitions +2 ~0 -0"]
+    capsys.readouterr()
+    assert cli.main(["sync", "--config", str(config)]) == 0
+    out = capsys.readouterr().out
+    assert "synced lake_jobs.{events_ro,events_rt}" in out and "partitions +0 ~0 -0" in out
