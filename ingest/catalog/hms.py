@@ -62,6 +62,9 @@ class HiveMetastore:
         self.client.create_database(self.t.Database(name=database, description="automatically created by hoodie",
                                                     parameters={}))
 
+    def table_names(self, database: str) -> list[str]:
+        return sorted(self.client.get_all_tables(database))
+
     def get_table(self, database: str, name: str) -> CatalogTable | None:
         try:
             table = self.client.get_table(database, name)
