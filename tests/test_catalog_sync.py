@@ -271,6 +271,32 @@ def test_a_metastore_that_is_down_leaves_commits_and_the_next_sync_catches_up(me
     assert set(figures.streamer) == {"HiveSyncTool"}, "HoodieStreamerMetrics.updateStreamerMetaSyncMetrics"
 
 
+
+def test_a_table_hudi_wrote_syncs_from_its_own_properties(metastore, hudi_table_copy, capsys):  # noqa: F811
+    """A table Hudi's Spark writer made (v6_trips_8i3d), synced by `ingest sync --path`: the name, database
+    and partition field come from its hoodie.properties, the extractor is inferred from its hive-style
+    partitioning (HoodieSyncConfig.META_SYNC_PARTITION_EXTRACTOR_CLASS: HiveStylePartitionValueExtractor),
+    columns from its latest commit's schema (HiveSchemaUtil.convertField) and every partition on storage is
+    registered (HiveSyncTool.syncAllPartitions)."""
+    from hmsclient import hmsclient
+
+    path = hudi_table_copy("v6_trips_8i3d")
+    assert cli.main(["sync", "--path", str(path), "--set",
+                     f"hoodie.datasource.hive_sync.metastore.uris={metastore.uri}",
+                     "--set", "hoodie.datasource.hive_sync.database=lake_fixture"]) == 0
+    assert "created v6_trips_8i3d_ro,v6_trips_8i3d_rt, partitions +6 ~0 -0" in capsys.readouterr().out
+    port = int(metastore.uri.rsplit(":", 1)[1])
+    with hmsclient.HMSClient(host="127.0.0.1", port=port) as client:
+        for name in ("v6_trips_8i3d_ro", "v6_trips_8i3d_rt"):
+            table = client.get_table("lake_fixture", name)
+            assert [(c.name, c.type) for c in table.sd.cols] == [*COLUMNS[:5], ("ts", "bigint"), ("uuid", "string"),
+                                                                  ("rider", "string"), ("driver", "string"),
+                                                                  ("fare", "double")]
+            assert [(c.name, c.type) for c in table.partitionKeys] == [("city", "string")]
+            partitions = {p.values[0]: p.sd.location for p in client.get_partitions("lake_fixture", name, -1)}
+            assert partitions == {c: f"file:{path}/city={c}" for c in ("chennai", "san_francisco", "sao_paulo")}
+
+
 # -- ingest sync and the jobs -----------------------------------------------------------------------------
 
 

@@ -112,12 +112,14 @@ def completion_time(table: HudiTable, timeline: Timeline, instant: Instant) -> s
 
 class Commits:
     """The completed commits timeline (`HoodieSyncClient.getActiveTimeline`: commits, delta commits,
-    replace commits and completed compactions), with completion times read once per sync."""
+    replace commits and completed compactions); completion times and metadata are read once per sync."""
 
     def __init__(self, table: HudiTable, timeline: Timeline):
         self.table, self.timeline = table, timeline
         self.instants = timeline.completed(*WRITE_ACTIONS)
         self._completions: dict[str, str] = {}
+        self._metadata: dict[str, dict] = {}
+        self._cleaned: dict[str, str] | None = None
 
     def completion(self, instant: Instant) -> str:
         if instant.timestamp not in self._completions:
@@ -141,7 +143,21 @@ class Commits:
         return sorted(out)
 
     def metadata(self, instant: Instant) -> dict:
-        return decode_metadata(read_instant(self.table.storage, instant, self.timeline.layout))
+        if instant.timestamp not in self._metadata:
+            raw = read_instant(self.table.storage, instant, self.timeline.layout)
+            self._metadata[instant.timestamp] = decode_metadata(raw)
+        return self._metadata[instant.timestamp]
+
+    def cleaned_partitions(self) -> dict[str, str]:
+        """Partitions a completed clean on the active timeline deleted whole, with the latest such clean."""
+        if self._cleaned is None:
+            self._cleaned = {}
+            for clean in self.timeline.completed(Action.CLEAN):
+                meta = avro_models.deserialize(read_instant(self.table.storage, clean, self.timeline.layout))
+                for partition, m in (meta.get("partitionMetadata") or {}).items():
+                    if m.get("isPartitionDeleted"):
+                        self._cleaned[partition] = clean.timestamp
+        return self._cleaned
 
 
 def written_partitions(commits: Commits, instants: Sequence[Instant]) -> set[str]:
@@ -165,12 +181,7 @@ def dropped_partitions(commits: Commits, instants: Sequence[Instant]) -> set[str
             raw = commits.metadata(instant)
             if raw.get("operationType") == "DELETE_PARTITION":
                 deleted.update(dict.fromkeys((raw.get("partitionToReplaceFileIds") or {}).keys(), instant.timestamp))
-    timeline = commits.timeline
-    for clean in timeline.completed(Action.CLEAN):
-        meta = avro_models.deserialize(read_instant(commits.table.storage, clean, timeline.layout))
-        for partition, m in (meta.get("partitionMetadata") or {}).items():
-            if m.get("isPartitionDeleted"):
-                deleted[partition] = clean.timestamp
+    deleted.update(commits.cleaned_partitions())
     if not deleted:
         return set()
     earliest = min(deleted.values())
