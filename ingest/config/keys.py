@@ -320,6 +320,10 @@ KEYS: tuple[Key, ...] = (
     Key("hudi.hoodie.aws.session.token", Type.STRING, "AWS Glue: session token."),
     Key("hudi.hoodie.datasource.meta.sync.glue.catalogId", Type.STRING, "AWS Glue: the catalog (account) id.",
         default_doc="the caller's account"),
+    Key("hudi.hoodie.datasource.meta.sync.glue.skip_table_archive", Type.BOOLEAN, "AWS Glue: update tables "
+        "without archiving their previous version (`UpdateTable`'s `SkipArchive`).", default=True),
+    Key("hudi.hoodie.meta_sync.spark.version", Type.STRING, "Recorded as the tables' "
+        "`spark.sql.create.version` parameter when given."),
     # -- hudi: metrics (HoodieMetricsConfig, HoodieMetricsPrometheusConfig) --
     Key("hudi.hoodie.metrics.on", Type.BOOLEAN, "Report per-commit metrics under Hudi's `HoodieMetrics` names "
         "(see *Metrics* above).", default=False),
@@ -935,6 +939,26 @@ becomes `_`, as Hudi's `DropwizardExports` does): for a table `orders`,
 | `orders_ingest_kafkaLag{topic,partition}` | messages behind each Kafka partition after the last batch |
 
 `CONSOLE` logs the same figures in one line per commit (`metrics: orders.deltacommit.totalRecordsWritten=...`).
+With catalog sync on, `orders_ingest_syncConsecutiveFailures` counts the failed syncs since the last
+that worked, and `orders_deltastreamer_HiveSyncTool` (or `orders_deltastreamer_AwsGlueCatalogSyncTool`)
+is the last sync's milliseconds, as Hudi's streamer reports it (`HoodieStreamerMetrics`).
+
+### Catalog sync
+
+With `hoodie.datasource.meta.sync.enable: true` (or `hoodie.datasource.hive_sync.enable`) the stream
+and the backfill register the table after every commit, as Hudi's `HiveSyncTool` and
+`AwsGlueCatalogSyncTool` do: a Merge-On-Read table becomes `<table>_ro` (read optimized, base files)
+and `<table>_rt` (snapshot), with the latest commit's columns, the partition columns, the Spark data
+source properties and `last_commit_time_sync`; partitions written since the last sync are added,
+moved ones updated, dropped ones dropped. `hoodie.meta.sync.client.tool.class` picks the catalog:
+`org.apache.hudi.hive.HiveSyncTool` (default; a Hive Metastore at
+`hoodie.datasource.hive_sync.metastore.uris`, needs `pip install 'ingest[hive]'`) or
+`org.apache.hudi.aws.sync.AwsGlueCatalogSyncTool` (AWS Glue, `hoodie.aws.*`, needs
+`pip install 'ingest[glue]'`), or both, comma-separated. A sync that fails leaves the commit
+committed, is logged naming the catalog, database and table, shows as `sync=failed(N)` in the batch
+line, and is retried after the next commit; more than `write.sync_failures_allowed` failures in a
+row fail the job. `ingest sync --config FILE` or `ingest sync --path PATH --set KEY=VALUE` syncs on
+demand; running it again changes nothing.
 """
 
 
