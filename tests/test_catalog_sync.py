@@ -453,7 +453,8 @@ def test_backfill_syncs_after_every_commit_and_ingest_sync_config_reruns_idempot
     }))
     with caplog.at_level(logging.INFO):
         assert cli.main(["backfill", "--config", str(config)]) == 0
-    batches = [r.getMessage() for r in caplog.records if r.getMessage().startswith("backfill batch ")]
+    batches = [r.getMessage() for r in caplog.records
+               if r.getMessage().startswith("backfill batch ") and " instant " in r.getMessage()]
     assert len(batches) == 3 and all(line.endswith(" sync=ok") for line in batches), batches
     synced = [r.getMessage() for r in caplog.records if r.getMessage().startswith("synced lake_jobs.")]
     assert [s.split(": ", 1)[1].split(" in ")[0] for s in synced] == [

@@ -1,7 +1,7 @@
 """`ingest sync`: register a table and its partitions in its catalogs now (Hive Metastore, AWS Glue).
 
     ingest sync --config conf/pipeline.yaml [--set SECTION.KEY=VALUE ...]
-    ingest sync --path PATH [--set hoodie.datasource.hive_sync.metastore.uris=thrift://hms:9083 ...]
+    ingest sync --path PATH [--set hudi.hoodie.datasource.hive_sync.metastore.uris=thrift://hms:9083 ...]
 
 With `--config`, the pipeline's sync settings (its `hudi:` section); with `--path`, the table's own
 name, database and partitioning plus Hudi's sync keys given with `--set` (a `hudi.` prefix is
@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ingest.commands.services import parse_sets
+from ingest.commands.args import add_set, hudi_sets, pipeline_sets
 from ingest.config import keys as K
 from ingest.errors import ConfigError
 
@@ -32,9 +32,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--config", metavar="FILE", help="a pipeline's YAML configuration")
     where.add_argument("--path", help="the table's base path or URL")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE",
-                   help="with --config: SECTION.KEY=VALUE overrides; with --path: a Hudi sync setting "
-                        "(hoodie.datasource.hive_sync.*, hoodie.aws.*), repeatable")
+    add_set(p, "hudi.hoodie.datasource.hive_sync.metastore.uris=thrift://hms:9083 (with --path: Hudi's sync "
+               "settings only)")
     p.set_defaults(func=run)
 
 
@@ -61,13 +60,13 @@ def _settings(args: argparse.Namespace):
     from ingest.hudi.table import HudiTable
 
     if args.config:
-        config = load_config(args.config, args.set or [], check_table=False)
+        config = load_config(args.config, pipeline_sets(args.overrides), check_table=False)
         settings = SyncSettings.from_hudi({**config.hudi, Key.META_SYNC: "true"},
                                           failures_allowed=config.catalog.failures_allowed)
         return HudiTable.open(config.table.path, config.table.storage_options), settings
     table = HudiTable.open(args.path)
     try:
-        return table, settings_of_table(table, _checked_sync_keys(parse_sets(args.set)))
+        return table, settings_of_table(table, _checked_sync_keys(hudi_sets(args.overrides)))
     except ValueError as e:
         raise ConfigError(str(e), source="--set") from e
 
