@@ -3,7 +3,8 @@ every way ingest could read it, in one process.
 
 The benchmark's events (`benchmark.events`: 12 columns) are produced as JSON objects keyed by
 `order_id` to a topic of `--kafka-partitions` partitions (more if the mock cluster could not hold
-them all) on `ingest.kafka.broker.EmbeddedKafka` (librdkafka's mock cluster). Then, after a warm-up stream of a small topic:
+them all) on `ingest.kafka.broker.EmbeddedKafka` (librdkafka's mock cluster). Then, after a warm-up
+stream of a small topic:
 
 * the stream end to end: `ingest stream --config FILE --available-now` (the command's own entry
   point, in this process, so it runs in the benchmark's Spark session) into a fresh table, with a
