@@ -20,6 +20,10 @@ struct; keys optionally skewed):
 * optionally (`--stream-batches N`), a long stream of small batches with inline table services:
   commit time of the last batch against the 20th, active timeline size, file slices per file group.
 
+`--kafka` measures the Kafka path instead (`jobs/benchmark_kafka.py`): `--rows` events as JSON on
+the embedded broker, streamed by `ingest stream --available-now`, against raw kafka-python and
+confluent-kafka consumers of the same topic and the sink alone on the same rows.
+
 Every path runs once on a small batch first (JVM, Python workers and imports warmed), and the
 upsert, parquet and merge times are medians over the rounds. Prints a table, then one JSON line.
 """
@@ -68,6 +72,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--master", default=os.environ.get("INGEST_SPARK_MASTER", "local[2]"))
     p.add_argument("--workdir", default=None, help="where tables are written (default: a temp folder)")
     p.add_argument("--skip-delta", action="store_true", help="do not run the delta-rs comparison")
+    p.add_argument("--kafka", action="store_true",
+                   help="measure the Kafka path instead (stream vs raw consumers vs sink; see jobs/benchmark_kafka.py)")
+    p.add_argument("--kafka-partitions", type=int, default=4, help="--kafka: topic partitions, at least (default 4; more when the embedded broker's 5 MiB "
+                        "per partition would not hold the topic)")
+    p.add_argument("--kafka-batch-rows", type=int, default=None,
+                   help="--kafka: the stream's max_offsets_per_trigger (default: the whole topic in one batch)")
     return p.parse_args(argv)
 
 
@@ -477,6 +487,10 @@ def report(figures: dict) -> None:
             ("stream: active timeline instants", figures.get("stream_active_timeline_instants")),
             ("stream: max file slices per file group", figures.get("stream_max_slices_per_file_group")),
         ]
+    print_table(rows)
+
+
+def print_table(rows: list[tuple[str, object]]) -> None:
     width = max(len(r[0]) for r in rows)
     for label, value in rows:
         if value is None:
@@ -486,6 +500,10 @@ def report(figures: dict) -> None:
         else:
             text = f"{value:,}" if isinstance(value, int) else str(value)
         print(f"{label.ljust(width)}  {text}")
+
+
+def machine(spark, args) -> dict:
+    return {"cpus": os.cpu_count(), "master": args.master, "python": sys.version.split()[0], "spark": spark.version}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -498,6 +516,8 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     figures: dict = {}
+    if args.kafka:
+        return finish_kafka(spark, args, work)
     warm_up(spark, work)
     figures.update(measure_sink(spark, args, work))
     figures.update(measure_default_index(spark, args, work, figures["spark_parquet_append_s"]))
@@ -510,9 +530,21 @@ def main(argv: list[str] | None = None) -> int:
     figures.setdefault("upsert_throughput_vs_delta_merge", None)
     if args.stream_batches:
         figures.update(measure_stream(spark, args, work))
-    figures["machine"] = {"cpus": os.cpu_count(), "master": args.master, "python": sys.version.split()[0],
-                          "spark": spark.version}
+    figures["machine"] = machine(spark, args)
     report(figures)
+    print(json.dumps(figures, default=str))
+    spark.stop()
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+def finish_kafka(spark, args, work: Path) -> int:
+    """`--kafka`: the Kafka path's figures (jobs/benchmark_kafka.py), a table, then one JSON line."""
+    from benchmark_kafka import measure_kafka, report_kafka
+
+    figures = measure_kafka(spark, args, work)
+    figures["machine"] = machine(spark, args)
+    print_table(report_kafka(figures))
     print(json.dumps(figures, default=str))
     spark.stop()
     shutil.rmtree(work, ignore_errors=True)

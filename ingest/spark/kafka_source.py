@@ -99,6 +99,11 @@ EARLIEST = -2
 LATEST = -1
 DEFAULT_POLL_TIMEOUT_MS = 120_000
 ARROW_BATCH_ROWS = 10_000
+# How long one poll of an executor's read waits. A poll that finds nothing it can fetch yet (the first,
+# before the partition's leader is known) sleeps up to that long in kafka-python 3 (at most
+# retry_backoff_ms, 100 ms): with 1000 ms every range, so every Kafka partition of every batch, began
+# with 100 ms asleep. Waiting for data that is slow to come is the read loop's (pollTimeoutMs).
+POLL_WAIT_MS = 10
 
 # An offset per topic-partition, as Spark's Kafka source writes it: {"topic": {"0": 23}}.
 Offsets = dict[str, dict[str, int]]
@@ -627,7 +632,7 @@ def read_range(options: SourceOptions, part: PartitionRange, schema: pa.Schema) 
         last_progress = time.monotonic()
         while consumer.position(tp) < part.end:
             try:
-                fetched = consumer.poll(timeout_ms=1000, max_records=ARROW_BATCH_ROWS).get(tp, [])
+                fetched = consumer.poll(timeout_ms=POLL_WAIT_MS, max_records=ARROW_BATCH_ROWS).get(tp, [])
             except OffsetOutOfRangeError:
                 earliest = consumer.beginning_offsets([tp])[tp]
                 _report_data_loss(options, f"{name}: offset {consumer.position(tp)} is out of range")
@@ -704,6 +709,15 @@ def builtin_options(options: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+def native_crc32c() -> bool:
+    """Whether kafka-python computes CRC-32C with the `crc32c` extension. It checks every record
+    batch's checksum (`check_crcs`, on by default, as in Java's consumer, which Hudi's Kafka sources use
+    with that default); in pure Python that check is most of a read's time (README, Performance)."""
+    from kafka.record import util
+
+    return util.crc32c_c is not None
+
+
 def kafka_stream(spark: SparkSession, options: Mapping[str, str], *, implementation: str = "auto") -> DataFrame:
     """A streaming DataFrame of Kafka records.
 
@@ -717,6 +731,9 @@ def kafka_stream(spark: SparkSession, options: Mapping[str, str], *, implementat
         return spark.readStream.format("kafka").options(**builtin_options(options)).load()
     parsed = parse_options(options)  # fail here, with the option named, rather than inside Spark's planner
     _Metadata(parsed).close()  # and reach the brokers here: inside Spark a failure is also a page of trace
+    if not native_crc32c():
+        log.warning("kafka-python checks each record batch's CRC-32C in pure Python here, most of the time "
+                    "its reads take; install its C implementation on every node: pip install 'kafka-python[crc32c]'")
     spark.dataSource.register(KafkaDataSource)
     return spark.readStream.format(SOURCE_NAME).options(**{k: str(v) for k, v in options.items()}).load()
 
