@@ -46,11 +46,13 @@ from ingest.config.pipeline import (
 )
 from ingest.errors import ConfigError, UnsupportedTable
 from ingest.hudi.bucket_index import hash_fields_from_config
+from ingest.hudi.table import HudiTable
 from ingest.hudi.table_config import PROPERTIES_PATH, TableConfig
 from ingest.kafka.decode import DecoderSpec, decoder_spec
 from ingest.storage import Storage
 from ingest.write.file_group_writer import InsertMode
 from ingest.write.options import IndexOptions, IndexType, Operation, WriteOptions
+from ingest.write.plan import index_type_mismatch
 
 SET = "--set"
 RECORD_KEY = "hudi.hoodie.datasource.write.recordkey.field"
@@ -735,6 +737,8 @@ class _Resolver:
             if not storage.exists(PROPERTIES_PATH):
                 return
             existing = TableConfig.load(storage)
+            existing.check_writable(table.path)
+            slices = HudiTable(storage, existing).view().latest_writer_slices()
         except UnsupportedTable as e:
             raise ConfigError(str(e).removeprefix(f"{table.path}: "), source=properties) from None
         except Exception as e:  # noqa: BLE001 - any storage backend's error (missing credentials, network)
@@ -743,6 +747,9 @@ class _Resolver:
                               "(--no-table-check validates without it)", source=self.origin("table.path"),
                               key="table.path") from None
         conflicts = existing.conflicts_with(write.table_settings())
+        mismatch = index_type_mismatch(existing, slices, write.index.type)
+        if mismatch and not conflicts:
+            raise ConfigError(f"{table.path}: {mismatch}", source=self.origin(INDEX_TYPE), key=self.written(INDEX_TYPE))
         if not conflicts:
             return
         details = []

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ingest.errors import ConcurrentWriterError, TimelineError, UnsupportedTable
+from ingest.errors import ConcurrentWriterError, TimelineError
 from ingest.faults import crash_point
 from ingest.hudi import avro_models, markers
 from ingest.hudi import schema as avro
@@ -57,7 +57,6 @@ from ingest.hudi.log_reader import decode_block, iter_log_blocks
 from ingest.hudi.service_settings import CompactionSettings, CompactionStrategy, TriggerStrategy
 from ingest.hudi.snapshot import ReadContext, read_slice
 from ingest.hudi.table import HudiTable
-from ingest.hudi.table_config import TABLE_VERSION, TableConfigKey
 from ingest.hudi.timeline import AUX_FOLDER, Timeline, complete, read_instant, request, start
 from ingest.storage import Storage
 
@@ -78,12 +77,8 @@ _PENDING_WRITES = (Action.DELTA_COMMIT, Action.COMMIT, Action.REPLACE_COMMIT, Ac
 
 
 def check_writable(table: HudiTable) -> None:
-    """Table services write layout-1 timelines: version 6 tables only."""
-    version = table.config.get(TableConfigKey.VERSION)
-    if version != TABLE_VERSION:
-        raise UnsupportedTable(
-            f"{table.base_url}: table services run on table version {TABLE_VERSION}; this table is version {version}"
-        )
+    """Table services write what the writer writes: `TableConfig.check_writable` decides."""
+    table.config.check_writable(table.base_url)
 
 
 # -- the plan -------------------------------------------------------------------------------------

@@ -18,9 +18,16 @@ from ingest.hudi import properties
 from ingest.storage import Storage
 
 PROPERTIES_PATH = ".hoodie/hoodie.properties"
-TABLE_VERSION = 6  # the version this library writes
+TABLE_VERSION = 6  # the version this library writes into new tables
 # Versions this library reads: 6 (Hudi 0.14/0.15) and 8 (Hudi 1.x: timeline layout 2, completion times).
 READABLE_VERSIONS = (6, 8)
+# Versions this library writes into (see `writes_version`, the one place that decides it).
+WRITABLE_VERSIONS = (TABLE_VERSION,)
+
+
+def writes_version(version: int) -> bool:
+    """Whether ingest writes into a table of this `hoodie.table.version` (jobs, services, rollback)."""
+    return version in WRITABLE_VERSIONS
 
 DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
 OVERWRITE_WITH_LATEST_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
@@ -250,23 +257,41 @@ class TableConfig:
         return config
 
     def check_supported(self, where: str, *, write: bool = False) -> None:
-        """Refuse tables this library cannot read (versions other than 6 and 8) or, for `write`, write (not 6)."""
+        """Refuse tables this library cannot read (versions other than 6 and 8) or, for `write`, write."""
+        if write:
+            self.check_writable(where)
         version = self.get(TableConfigKey.VERSION)
-        table_type = self.raw(TableConfigKey.TABLE_TYPE)
-        if write and version != TABLE_VERSION:
-            raise UnsupportedTable(
-                f"{where}: table version {version} cannot be written (only version {TABLE_VERSION} is written; "
-                f"versions {', '.join(map(str, READABLE_VERSIONS))} are read)"
-            )
         if version not in READABLE_VERSIONS:
             raise UnsupportedTable(
                 f"{where}: table version {version} (only versions {', '.join(map(str, READABLE_VERSIONS))} "
                 "are supported)"
             )
-        if table_type != "MERGE_ON_READ":
-            raise UnsupportedTable(f"{where}: table type {table_type} (only MERGE_ON_READ is supported)")
+        self._check_table_type(where)
         if version >= 8:
             self._check_readable_merge(where)
+
+    def check_writable(self, where: str) -> None:
+        """Refuse, naming the property, a table ingest cannot write into: another table version, a
+        copy-on-write table, or one without meta fields (`HoodieTableConfig.populateMetaFields`:
+        such tables find records by their key fields; ingest's index and reader need the meta fields)."""
+        version = self.get(TableConfigKey.VERSION)
+        if not writes_version(version):
+            raise UnsupportedTable(
+                f"{where}: {TableConfigKey.VERSION.key}={version}: table version {version} cannot be written "
+                f"(ingest writes version {', '.join(map(str, WRITABLE_VERSIONS))}; reads "
+                f"{', '.join(map(str, READABLE_VERSIONS))})"
+            )
+        self._check_table_type(where)
+        if not self.get(TableConfigKey.POPULATE_META_FIELDS):
+            raise UnsupportedTable(f"{where}: {TableConfigKey.POPULATE_META_FIELDS.key}="
+                                   f"{self.raw(TableConfigKey.POPULATE_META_FIELDS)}: ingest writes tables with "
+                                   "meta fields only")
+
+    def _check_table_type(self, where: str) -> None:
+        table_type = self.raw(TableConfigKey.TABLE_TYPE)
+        if table_type != "MERGE_ON_READ":
+            raise UnsupportedTable(f"{where}: {TableConfigKey.TABLE_TYPE.key}={table_type}: ingest reads and "
+                                   "writes MERGE_ON_READ tables only")
 
     def _check_readable_merge(self, where: str) -> None:
         mode = self.record_merge_mode

@@ -19,12 +19,21 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from ingest.errors import ConcurrentWriterError
+from ingest.errors import ConcurrentWriterError, TableNotFound
+from ingest.hudi.table_config import TableConfig
 from ingest.hudi.timeline import AUX_FOLDER
 from ingest.storage import Storage
 
 LOCK_FOLDER = f"{AUX_FOLDER}/ingest/lock"
 _EPOCH_RE = re.compile(r"^writer\.(\d{10})\.json$")
+
+
+def _refuse_unwritable(storage: Storage) -> None:
+    try:
+        config = TableConfig.load(storage)
+    except TableNotFound:
+        return  # the writer creates it
+    config.check_writable(storage.base_url)
 
 
 @dataclass(frozen=True)
@@ -102,7 +111,10 @@ class WriterLock:
     # -- lease --------------------------------------------------------------------------------
 
     def acquire(self) -> None:
-        """Take the lease or raise ConcurrentWriterError naming the current holder."""
+        """Take the lease or raise ConcurrentWriterError naming the current holder.
+
+        A table ingest cannot write is refused first (UnsupportedTable), so it gets no lease file."""
+        _refuse_unwritable(self.storage)
         for _ in range(5):
             epochs = self._epochs()
             current = epochs[-1] if epochs else 0
