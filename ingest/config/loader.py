@@ -44,7 +44,7 @@ from ingest.config.pipeline import (
     TableSettings,
     Trigger,
 )
-from ingest.errors import ConfigError, UnsupportedTable
+from ingest.errors import ConfigError, TimelineError, UnsupportedTable
 from ingest.hudi.bucket_index import hash_fields_from_config
 from ingest.hudi.table import HudiTable
 from ingest.hudi.table_config import PROPERTIES_PATH, TableConfig
@@ -738,9 +738,14 @@ class _Resolver:
                 return
             existing = TableConfig.load(storage)
             existing.check_writable(table.path)
-            slices = HudiTable(storage, existing).view().latest_writer_slices()
+            hudi_table = HudiTable(storage, existing)
+            timeline = hudi_table.timeline()
+            hudi_table.schema(timeline)  # the latest commit parses: writers build on it
+            slices = hudi_table.view(timeline).latest_writer_slices()
         except UnsupportedTable as e:
             raise ConfigError(str(e).removeprefix(f"{table.path}: "), source=properties) from None
+        except TimelineError:
+            raise  # the table is broken, not the configuration: its own one line, exit code 1
         except Exception as e:  # noqa: BLE001 - any storage backend's error (missing credentials, network)
             detail = str(e).splitlines()[0] if str(e) else type(e).__name__
             raise ConfigError(f"cannot read the table at {table.path} to compare settings: {detail} "
