@@ -11,7 +11,7 @@ import importlib
 import sys
 
 from ingest import __version__
-from ingest.errors import IngestError
+from ingest.errors import IngestError, os_error_line
 
 COMMAND_MODULES: tuple[str, ...] = (
     "ingest.commands.inspect",
@@ -46,3 +46,6 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except BrokenPipeError:  # e.g. `ingest read ... | head`
         return 0
+    except OSError as e:  # storage failed under us: a full disk, a read-only folder
+        print(f"ingest: error: {os_error_line(e)}", file=sys.stderr)
+        return 1

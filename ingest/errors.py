@@ -63,3 +63,11 @@ class BadRecordError(IngestError):
 
 class ConcurrentWriterError(IngestError):
     """Another writer holds the table's writer lock."""
+
+
+def os_error_line(error: OSError) -> str:
+    """A storage failure (a full disk, a read-only folder, a lost mount) as one line: the path, then
+    the cause, without the traceback of where deep in the writer it struck."""
+    cause = error.strerror or str(error) or type(error).__name__
+    paths = [p for p in (error.filename, getattr(error, "filename2", None)) if p]
+    return f"{' -> '.join(map(str, paths))}: {cause}" if paths else cause

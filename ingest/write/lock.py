@@ -11,6 +11,7 @@ commit that no newer epoch exists, learns it has lost the lease and stops instea
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import socket
@@ -24,6 +25,7 @@ from ingest.hudi.table_config import TableConfig
 from ingest.hudi.timeline import AUX_FOLDER
 from ingest.storage import Storage
 
+log = logging.getLogger(__name__)
 LOCK_FOLDER = f"{AUX_FOLDER}/ingest/lock"
 _EPOCH_RE = re.compile(r"^writer\.(\d{10})\.json$")
 
@@ -133,8 +135,16 @@ class WriterLock:
                 for old in epochs[:-2]:
                     self.storage.delete(_epoch_path(old))
                 self._start_heartbeat()
+                self._sweep()
                 return
         raise ConcurrentWriterError(f"{self.storage.base_url}: could not take the writer lease (contended)")
+
+    def _sweep(self) -> None:
+        """Holding the lease, remove what writers that died left half-written (`.tmp` files that
+        nothing has touched for longer than a lease lasts without a heartbeat)."""
+        removed = self.storage.sweep_temporaries(self.expiry)
+        if removed:
+            log.info("removed %d temporary file(s) that dead writers left in %s", len(removed), self.storage.base_url)
 
     def check(self) -> None:
         """Fencing before a commit: raise if another writer has taken the lease since."""
