@@ -174,6 +174,7 @@ def build_plan(txn: Transaction, options: WriteOptions) -> WritePlan:
         insert_mode=options.insert_mode,
         log_max_bytes=options.log_file_max_bytes,
         base_file_options=BaseFileOptions(compression=options.parquet_compression),
+        completed=completed,
     )
     return WritePlan(
         write=write,
