@@ -368,7 +368,8 @@ KEYS: tuple[Key, ...] = (
     Key("write.jvm_timezone", Type.STRING, "Default time zone of the JVMs of Hudi writers sharing the table; "
         "Hudi falls back to it when formatting timestamps without a zone.", default="UTC"),
     Key("write.lock_expiry_seconds", Type.NUMBER, "The writer's lease on the table expires this long after its "
-        "last renewal (another writer may then take over).", default=60.0, minimum=1),
+        "last renewal (another writer may then take over). Taking the lease removes temporary files "
+        "(`.*.tmp`) untouched for this long: a killed writer's.", default=60.0, minimum=1),
     # -- stream -----------------------------------------------------------------------------------
     Key("stream.checkpoint", Type.STRING, "Spark checkpoint location (offsets and state); a Hadoop URL "
         "(`s3a://`, `file:/`, ...). Required for Kafka sources. One per query: never share it."),
