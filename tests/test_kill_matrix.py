@@ -1,5 +1,6 @@
-"""The kill matrix: `kill -9` of the stream (at a random time, and just after a commit), of a
-compaction and of a clean, each followed by a restart; at the end the table equals the model,
+"""The kill matrix: `kill -9` of the stream (at a random time, just after a commit, and between
+writing a commit's bytes aside and publishing them), of a compaction and of a clean, each followed
+by a restart; at the end the table equals the model,
 nothing is left pending and no temporary file is left behind.
 
 One seeded run (the seed is in the test's id), so a failure replays: the kill times come from it.
@@ -22,6 +23,8 @@ from test_jobs import (
     committed_batch_ids,
     delta_commits,
     expected_rows,
+    finish,
+    ingest_command,
     run,
     scenario,
     start,
@@ -30,6 +33,7 @@ from test_jobs import (
     write_config,
 )
 
+from ingest.faults import CRASH_EXIT_CODE
 from ingest.hudi.table import HudiTable
 
 SEED = 20261124
@@ -102,7 +106,10 @@ def test_kill_9_anywhere_then_restart_leaves_the_model_and_nothing_behind(broker
     hit = kill_when(compact, new_instant_file(table, ".compaction.inflight", before), delay)
     killed_at.append(("compaction", round(delay, 2), hit))
 
-    # 3. A clean, killed just after its plan appears.
+    # 3. A clean, killed just after its plan appears (a finished compaction first gives it file
+    # slices to delete).
+    code, out, err = run("compact", "--path", str(table))
+    assert code == 0, (killed_at, out, err[-3000:])
     before = hoodie_files(table)
     clean = start("clean", "--path", str(table), "--set", "hoodie.cleaner.commits.retained=1")
     delay = rng.uniform(0, 0.2)
@@ -118,9 +125,19 @@ def test_kill_9_anywhere_then_restart_leaves_the_model_and_nothing_behind(broker
     finally:
         kill(restarted)
     killed_at.append(("stream after a commit", round(delay, 2)))
+
+    # 5. The stream dying where a kill hurts most, its commit's bytes written aside but not yet
+    # published (`ingest.faults`: exits at once, like kill -9): the temporary must not outlive it.
+    env = {**os.environ, "INGEST_CRASH_AT": "mid_commit"}
+    crashed = subprocess.Popen(ingest_command(*stream, "--available-now"), env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+    code, _, err = finish(crashed)
+    assert code == CRASH_EXIT_CODE, err[-3000:]
+    assert list((table / ".hoodie").glob(".*.tmp")), "the crash left its commit's temporary"
+    killed_at.append(("stream mid-commit", code))
     last_kill = time.monotonic()
 
-    # 5. Restarts that finish: the stream drains Kafka, then a compaction and a clean complete. Taking
+    # 6. Restarts that finish: the stream drains Kafka, then a compaction and a clean complete. Taking
     # the lease after the last writer's lease would have expired sweeps its temporaries.
     time.sleep(max(0.0, LEASE_SECONDS + 1 - (time.monotonic() - last_kill)))
     code, _, err = run(*stream, "--available-now")
@@ -134,5 +151,6 @@ def test_kill_9_anywhere_then_restart_leaves_the_model_and_nothing_behind(broker
     assert batches == list(range(len(batches))), (killed_at, batches)
     assert HudiTable.open(str(table)).timeline().pending() == [], killed_at
     assert sorted(table.rglob("*.tmp")) == [], killed_at
+    print(f"kill matrix (seed {seed}): {killed_at}")  # what was hit, shown with -rP
     assert not (table / ".hoodie" / ".temp").exists() or not any((table / ".hoodie" / ".temp").iterdir()), \
         (killed_at, "markers of finished instants are removed")
