@@ -152,5 +152,3 @@ def test_kill_9_anywhere_then_restart_leaves_the_model_and_nothing_behind(broker
     assert HudiTable.open(str(table)).timeline().pending() == [], killed_at
     assert sorted(table.rglob("*.tmp")) == [], killed_at
     print(f"kill matrix (seed {seed}): {killed_at}")  # what was hit, shown with -rP
-    assert not (table / ".hoodie" / ".temp").exists() or not any((table / ".hoodie" / ".temp").iterdir()), \
-        (killed_at, "markers of finished instants are removed")
