@@ -1,7 +1,7 @@
 """The kill matrix: `kill -9` of the stream (at a random time, just after a commit, and between
 writing a commit's bytes aside and publishing them), of a compaction and of a clean, each followed
-by a restart; at the end the table equals the model,
-nothing is left pending and no temporary file is left behind.
+by a restart; at the end the table equals the model, nothing is left pending and no temporary file is
+left behind.
 
 One seeded run (the seed is in the test's id), so a failure replays: the kill times come from it.
 """
@@ -59,6 +59,13 @@ def kill_when(process: subprocess.Popen, appeared, delay: float, timeout: float 
     return alive
 
 
+def crash(point: str, *args: str) -> tuple[int, str, str]:
+    """The command, made to exit at once at the named crash point (`INGEST_CRASH_AT`)."""
+    env = {**os.environ, "INGEST_CRASH_AT": point}
+    return finish(subprocess.Popen(ingest_command(*args), env=env, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, start_new_session=True))
+
+
 def new_instant_file(table: Path, suffix: str, before: set[str]):
     folder = table / ".hoodie"
     return lambda: any(p.name.endswith(suffix) and p.name not in before for p in folder.iterdir())
@@ -106,15 +113,15 @@ def test_kill_9_anywhere_then_restart_leaves_the_model_and_nothing_behind(broker
     hit = kill_when(compact, new_instant_file(table, ".compaction.inflight", before), delay)
     killed_at.append(("compaction", round(delay, 2), hit))
 
-    # 3. A clean, killed just after its plan appears (a finished compaction first gives it file
-    # slices to delete).
+    # 3. A clean, dying midway: some planned files deleted, the clean not completed. A clean does
+    # its work in milliseconds, where no timed kill lands, so it dies at `ingest.faults`'s
+    # `mid_clean` (exits at once, like kill -9). A finished compaction first gives it slices to delete.
     code, out, err = run("compact", "--path", str(table))
     assert code == 0, (killed_at, out, err[-3000:])
-    before = hoodie_files(table)
-    clean = start("clean", "--path", str(table), "--set", "hoodie.cleaner.commits.retained=1")
-    delay = rng.uniform(0, 0.2)
-    hit = kill_when(clean, new_instant_file(table, ".clean.requested", before), delay)
-    killed_at.append(("clean", round(delay, 2), hit))
+    code, _, err = crash("mid_clean", "clean", "--path", str(table), "--set",
+                         "hoodie.cleaner.policy=KEEP_LATEST_FILE_VERSIONS", "--set", "hoodie.cleaner.fileversions.retained=1")
+    assert code == CRASH_EXIT_CODE, (killed_at, err[-3000:])
+    killed_at.append(("clean mid-clean", code))
 
     # 4. The stream restarted (rolling back what the kills left), killed shortly after a commit.
     restarted = start(*stream)
@@ -128,10 +135,7 @@ def test_kill_9_anywhere_then_restart_leaves_the_model_and_nothing_behind(broker
 
     # 5. The stream dying where a kill hurts most, its commit's bytes written aside but not yet
     # published (`ingest.faults`: exits at once, like kill -9): the temporary must not outlive it.
-    env = {**os.environ, "INGEST_CRASH_AT": "mid_commit"}
-    crashed = subprocess.Popen(ingest_command(*stream, "--available-now"), env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, start_new_session=True)
-    code, _, err = finish(crashed)
+    code, _, err = crash("mid_commit", *stream, "--available-now")
     assert code == CRASH_EXIT_CODE, err[-3000:]
     assert list((table / ".hoodie").glob(".*.tmp")), "the crash left its commit's temporary"
     killed_at.append(("stream mid-commit", code))
