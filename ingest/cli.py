@@ -13,7 +13,7 @@ import sys
 
 from ingest import __version__
 from ingest.commands.args import resolve_targets
-from ingest.errors import IngestError
+from ingest.errors import IngestError, os_error_line
 
 COMMAND_MODULES: tuple[str, ...] = (
     "ingest.commands.inspect",
@@ -50,3 +50,6 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except BrokenPipeError:  # e.g. `ingest read ... | head`
         return 0
+    except OSError as e:  # storage failed under us: a full disk, a read-only folder
+        print(f"ingest: error: {os_error_line(e)}", file=sys.stderr)
+        return 1

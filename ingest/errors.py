@@ -67,3 +67,11 @@ class ConcurrentWriterError(IngestError):
 
 class InvalidInstant(IngestError):
     """An instant time given by a user is not in a format Hudi accepts, or names no usable point of the timeline."""
+
+
+def os_error_line(error: OSError) -> str:
+    """A storage failure (a full disk, a read-only folder, a lost mount) as one line: the path, then
+    the cause, without the traceback of where deep in the writer it struck."""
+    cause = error.strerror or str(error) or type(error).__name__
+    paths = [p for p in (error.filename, getattr(error, "filename2", None)) if p]
+    return f"{' -> '.join(map(str, paths))}: {cause}" if paths else cause

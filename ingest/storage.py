@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
+import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -44,6 +46,22 @@ def data_size(data: Data) -> int:
 
 def _joined(data: Data) -> bytes:
     return bytes(data) if isinstance(data, (bytes, bytearray, memoryview)) else b"".join(data)
+
+
+TEMP_SUFFIX = ".tmp"
+_TEMP_NAME = re.compile(r"^\..+\.[0-9a-f]{32}\.tmp$")
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _naming(error: OSError, path: str) -> OSError:
+    """The same error, naming `path` (a failed flush or close names no file)."""
+    return OSError(error.errno, error.strerror or str(error), path)
 
 
 @dataclass(frozen=True)
@@ -185,14 +203,23 @@ class Storage:
             os.fsync(f.fileno())
 
     def _write_aside(self, full: str, data: Data) -> str:
-        """Write `data` to a hidden temporary file next to `full`; returns its path."""
+        """Write `data` to a hidden temporary file next to `full`; returns its path.
+
+        On failure (a full disk, a read-only folder) the temporary is removed and the error names
+        `full`, the file that could not be written."""
         directory = os.path.dirname(full)
-        os.makedirs(directory, exist_ok=True)
-        tmp = os.path.join(directory, f".{os.path.basename(full)}.{uuid.uuid4().hex}.tmp")
-        with open(tmp, "wb") as f:
-            for piece in pieces(data):
-                f.write(piece)
-            self._sync(f)
+        tmp = os.path.join(directory, f".{os.path.basename(full)}.{uuid.uuid4().hex}{TEMP_SUFFIX}")
+        try:
+            os.makedirs(directory, exist_ok=True)
+            with open(tmp, "wb") as f:
+                for piece in pieces(data):
+                    f.write(piece)
+                self._sync(f)
+        except BaseException as e:
+            _remove_quietly(tmp)
+            if isinstance(e, OSError):
+                raise _naming(e, full) from e
+            raise
         return tmp
 
     def write(self, rel: str, data: Data, *, crash_point: str | None = None) -> None:
@@ -249,9 +276,18 @@ class Storage:
         full = self.full_path(rel)
         os.makedirs(os.path.dirname(full), exist_ok=True)
         with open(full, "ab") as f:
-            for piece in pieces(data):
-                f.write(piece)
-            self._sync(f)
+            start = f.tell()
+            try:
+                for piece in pieces(data):
+                    f.write(piece)
+                self._sync(f)
+            except OSError as e:
+                # A partial append (the disk filled up) would leave a torn block: cut it off again.
+                try:
+                    f.truncate(start)
+                except OSError:
+                    pass
+                raise _naming(e, full) from e
             return f.tell()
 
     def truncate(self, rel: str, size: int) -> None:
@@ -288,6 +324,27 @@ class Storage:
             import shutil
 
             shutil.rmtree(full, ignore_errors=True)
+
+    def sweep_temporaries(self, min_age_seconds: float) -> list[str]:
+        """Remove the temporaries of writes that died (`_write_aside`'s `.<name>.<hex>.tmp` files),
+        table-wide, and return them. A temporary lives for one file write, which keeps touching it;
+        one untouched for `min_age_seconds` belongs to no live writer. Object stores have none."""
+        if not self.is_local:
+            return []
+        cutoff = time.time() - min_age_seconds
+        removed = []
+        for folder, _dirs, names in os.walk(self.root):
+            for name in names:
+                if not _TEMP_NAME.match(name):
+                    continue
+                path = os.path.join(folder, name)
+                try:
+                    if os.stat(path).st_mtime < cutoff:
+                        os.unlink(path)
+                        removed.append(self._rel(path))
+                except FileNotFoundError:
+                    pass
+        return removed
 
     def makedirs(self, rel: str) -> None:
         """Create a folder where folders exist (local disks); a no-op on object stores."""

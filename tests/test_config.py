@@ -274,7 +274,8 @@ def test_contradiction_with_the_existing_tables_properties(tmp_path):
         f"table has 'true', {path} gives 'false' (hudi.hoodie.datasource.write.hive_style_partitioning, by default)"
     )
     # Agreeing settings pass, and --no-table-check style loading never opens the table.
-    agreeing = [f"hudi.{RK}=id", f"hudi.{HIVE}=true", "source.schema=id STRING NOT NULL, region STRING, updated_at TIMESTAMP"]
+    agreeing = [f"hudi.{RK}=id", f"hudi.{HIVE}=true", "source.schema=id STRING NOT NULL, region STRING, updated_at TIMESTAMP",
+                "hudi.hoodie.index.type=BUCKET", "hudi.hoodie.bucket.index.num.buckets=256"]
     assert load_config(path, agreeing).write.hudi[RK] == "id"
     assert load_config(path, check_table=False).table.name == "orders"
 
@@ -287,8 +288,8 @@ def test_a_table_of_another_version_is_refused_naming_its_properties(tmp_path):
     props.write_text(props.read_text().replace("hoodie.table.type=MERGE_ON_READ", "hoodie.table.type=COPY_ON_WRITE"))
     with pytest.raises(ConfigError) as raised:
         load_config(write(tmp_path, base(tmp_path)))
-    assert str(raised.value) == (f"{props}: table type COPY_ON_WRITE cannot be written (only MERGE_ON_READ is "
-                                 "written; MERGE_ON_READ and COPY_ON_WRITE tables are read)")
+    assert str(raised.value) == (f"{props}: hoodie.table.type=COPY_ON_WRITE: ingest writes "
+                                 "MERGE_ON_READ tables only")
 
 
 # -- values: types, env, --set ------------------------------------------------------------------------

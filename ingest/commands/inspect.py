@@ -250,6 +250,7 @@ def register_table(subparsers: argparse._SubParsersAction) -> None:
 
 def table_report(path: str) -> dict[str, Any]:
     """Everything `inspect table` shows, as plain data."""
+    from ingest.hudi import snapshot
     from ingest.hudi.table import HudiTable
     from ingest.services import pending_services
 
@@ -267,6 +268,8 @@ def table_report(path: str) -> dict[str, Any]:
                 "log_files": [{"name": lf.name.name, "size": lf.size} for lf in s.log_files],
             } for s in group.slices],
         })
+    ctx, slices = snapshot.context(table)
+    corrupt = [c.__dict__ for s in slices for c in snapshot.scan_logs(ctx, s).corrupt]
     return {
         "path": table.base_url,
         "properties": dict(table.config.props),
@@ -275,11 +278,16 @@ def table_report(path: str) -> dict[str, Any]:
         "pending_services": [p.__dict__ for p in pending_services(table)],
         "partitions": list(view.partitions),
         "file_groups": groups,
+        "corrupt_blocks": corrupt,
     }
 
 
 def run_table(args: argparse.Namespace) -> int:
+    from ingest.hudi.snapshot import CorruptBlock
+
     report = table_report(args.path)
+    for block in report["corrupt_blocks"]:
+        print(f"ingest: warning: {CorruptBlock(**block).describe()}", file=sys.stderr)
     out = sys.stdout
     if args.json:
         out.write(json.dumps(json_safe(report), ensure_ascii=False) + "\n")
@@ -308,4 +316,9 @@ def run_table(args: argparse.Namespace) -> int:
                          len(s["log_files"]), sum(lf["size"] for lf in s["log_files"])])
     text_table(out, ["partition", "file group", "slice", "base file", "log files", "log bytes"], rows,
                max_width=60)
+    out.write(f"\ncorrupt blocks of committed instants ({len(report['corrupt_blocks'])})\n")
+    if report["corrupt_blocks"]:
+        text_table(out, ["log file", "offset", "bytes", "instant", "reason"],
+                   ([c["url"], c["offset"], c["size"], c["instant"] or "?", c["reason"]]
+                    for c in report["corrupt_blocks"]), max_width=70)
     return 0

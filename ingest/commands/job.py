@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from ingest.commands.args import add_set, add_target, pipeline_sets, resolve_targets
 from ingest.config.loader import load_config
-from ingest.errors import ConfigError, IngestError
+from ingest.errors import ConfigError, IngestError, os_error_line
 
 log = logging.getLogger(__name__)
 INVALID = 2
@@ -57,4 +57,7 @@ def job_main(argv: list[str] | None, prog: str, doc: str, add: Callable, run: Ca
         return run(args)
     except IngestError as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"{prog}: error: {os_error_line(e)}", file=sys.stderr)
         return 1

@@ -18,8 +18,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-# Table versions ingest writes: the one place to add 8 and 9 once they are writable.
-WRITABLE_TABLE_VERSIONS: tuple[str, ...] = ("6",)
+from ingest.hudi.table_config import WRITABLE_VERSIONS
+
+# Table versions ingest writes, as text: decided in one place, `ingest.hudi.table_config`.
+WRITABLE_TABLE_VERSIONS: tuple[str, ...] = tuple(str(v) for v in WRITABLE_VERSIONS)
 
 
 @dataclass(frozen=True)

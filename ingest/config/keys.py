@@ -527,7 +527,8 @@ KEYS: tuple[Key, ...] = (
         "heartbeat expires and its pending instant may be rolled back (ingest waits as long before rolling "
         "back a Hudi writer's).", default=2, minimum=1),
     Key("write.lock_expiry_seconds", Type.NUMBER, "The writer's lease on the table expires this long after its "
-        "last renewal (another writer may then take over).", default=60.0, minimum=1),
+        "last renewal (another writer may then take over). Taking the lease removes temporary files "
+        "(`.*.tmp`) untouched for this long: a killed writer's.", default=60.0, minimum=1),
     # -- stream -----------------------------------------------------------------------------------
     Key("stream.checkpoint", Type.STRING, "Spark checkpoint location (offsets and state); a Hadoop URL "
         "(`s3a://`, `file:/`, ...). Required for Kafka sources. One per query: never share it."),

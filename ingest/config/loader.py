@@ -49,11 +49,12 @@ from ingest.config.pipeline import (
     TableSettings,
     Trigger,
 )
-from ingest.errors import ConfigError, SchemaEvolutionError, UnsupportedTable
+from ingest.errors import ConfigError, SchemaEvolutionError, TimelineError, UnsupportedTable
 from ingest.hudi import properties_file
 from ingest.hudi.avro_names import check_names, sanitized_schema
 from ingest.hudi.bucket_index import hash_fields_from_config
 from ingest.hudi.heartbeat import HeartbeatSettings
+from ingest.hudi.table import HudiTable
 from ingest.hudi.table_config import PROPERTIES_PATH, TableConfig
 from ingest.kafka.client_config import consumer_config
 from ingest.kafka.decode import DecoderSpec, decoder_spec
@@ -61,6 +62,7 @@ from ingest.kafka.registry import RegistrySettings, SubjectVersion, subject_urls
 from ingest.storage import Storage
 from ingest.write.file_group_writer import InsertMode
 from ingest.write.options import IndexOptions, IndexType, Operation, SmallFileOptions, WriteOptions
+from ingest.write.plan import index_type_mismatch
 
 SET = "--set"
 RECORD_KEY = "hudi.hoodie.datasource.write.recordkey.field"
@@ -885,8 +887,14 @@ class _Resolver:
                 return
             existing = TableConfig.load(storage)
             existing.check_supported(table.path, write=True)  # a pipeline writes it
+            hudi_table = HudiTable(storage, existing)
+            timeline = hudi_table.timeline()
+            hudi_table.schema(timeline)  # the latest commit parses: writers build on it
+            slices = hudi_table.view(timeline).latest_writer_slices()
         except UnsupportedTable as e:
             raise ConfigError(str(e).removeprefix(f"{table.path}: "), source=properties) from None
+        except TimelineError:
+            raise  # the table is broken, not the configuration: its own one line, exit code 1
         except Exception as e:  # noqa: BLE001 - any storage backend's error (missing credentials, network)
             detail = str(e).splitlines()[0] if str(e) else type(e).__name__
             raise ConfigError(f"cannot read the table at {table.path} to compare settings: {detail} "
@@ -897,6 +905,9 @@ class _Resolver:
         except ConfigError as e:
             raise ConfigError(_bare(e), source=properties, key=f"{HUDI}.{e.key}") from None
         conflicts = existing.conflicts_with(write.table_settings())
+        mismatch = index_type_mismatch(existing, slices, write.index.type)
+        if mismatch and not conflicts:
+            raise ConfigError(f"{table.path}: {mismatch}", source=self.origin(INDEX_TYPE), key=self.written(INDEX_TYPE))
         if not conflicts:
             return
         details = []

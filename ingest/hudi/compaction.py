@@ -77,9 +77,8 @@ _PENDING_WRITES = (Action.DELTA_COMMIT, Action.COMMIT, Action.REPLACE_COMMIT, Ac
 
 
 def check_writable(table: HudiTable) -> None:
-    """Table services write what writers write (layout-1 timelines, Merge-On-Read): a table opened
-    for reading may be one they must not touch."""
-    table.config.check_supported(table.base_url, write=True)
+    """Table services write what the writer writes: `TableConfig.check_writable` decides."""
+    table.config.check_writable(table.base_url)
 
 
 # -- the plan -------------------------------------------------------------------------------------

@@ -147,6 +147,44 @@ def _parse_frame(body: bytes) -> tuple[int, BlockType, Metadata, bytes, Metadata
     return version, block_type, header, content, footer
 
 
+def corrupt_block_instant(block: LogBlock) -> str | None:
+    """The INSTANT_TIME a corrupt block's own header still names, if its header survived.
+
+    A torn block (the file cut inside it) keeps its header when the cut falls after it; that tells
+    a failed write's torn tail (normal: `AbstractHoodieLogRecordReader` skips it, the rollback removes
+    the instant) from a committed block that lost its bytes (data lost: to be reported)."""
+    if block.instant_time is not None:  # well framed, content undecodable: header kept
+        return block.instant_time
+    data = block.content
+    if data[: len(MAGIC)] != MAGIC:
+        return None
+    c = _Cursor(data[FRAME_PREFIX:])
+    try:
+        c.int32("format version")
+        c.int32("block type")
+        header = c.metadata("header")
+    except _Malformed:
+        return None
+    return dict(header).get(HeaderKey.INSTANT_TIME)
+
+
+def ends_in_whole_block(storage: Storage, path: str, size: int) -> bool:
+    """Whether the first `size` bytes of the log file end with a whole block, checked from the end as
+    Hudi's reverse reader does (`HoodieLogFileReader.hasPrev`/`prev`: the total length the block
+    wrote last points back at its magic and its block size). Two small reads, no scan."""
+    if size < FRAME_PREFIX + 8:
+        return False
+    (total_length,) = struct.unpack(">q", storage.read_range(path, size - 8, size))
+    start = size - 8 - total_length  # the total length counts everything before itself
+    if total_length < FRAME_PREFIX or start < 0:
+        return False
+    head = storage.read_range(path, start, start + FRAME_PREFIX)
+    if head[: len(MAGIC)] != MAGIC:
+        return False
+    (block_size,) = struct.unpack_from(">q", head, len(MAGIC))
+    return block_size + len(MAGIC) == total_length
+
+
 def _corrupt(src: _Source, pos: int, end: int, reason: str) -> LogBlock:
     return LogBlock(
         BlockType.CORRUPT, content=src.read_at(pos, end - pos), offset=pos, size=end - pos, corrupt_reason=reason
@@ -196,9 +234,9 @@ def _iter_source(src: _Source) -> Iterator[LogBlock]:
         pos = block.end
 
 
-def iter_log_blocks(storage: Storage, path: str) -> Iterator[LogBlock]:
-    """The blocks of the log file `path`, read lazily one block at a time."""
-    size = storage.size(path)
+def iter_log_blocks(storage: Storage, path: str, size: int | None = None) -> Iterator[LogBlock]:
+    """The blocks of the log file `path` (of its first `size` bytes), read lazily one block at a time."""
+    size = storage.size(path) if size is None else size
     with storage.open(path) as f:
         yield from _iter_source(_Source(f, size))
 

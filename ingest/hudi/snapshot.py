@@ -16,6 +16,7 @@ these rules, Hudi's Java payloads and hudi-rs all give the same rows.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -29,12 +30,14 @@ from ingest.hudi.base_file import read_base_file
 from ingest.hudi.delete_block import OrderingWrapper, ordering_wrapper
 from ingest.hudi.file_system_view import FileSlice
 from ingest.hudi.instant import WRITE_ACTIONS, Action, query_instant
-from ingest.hudi.log_block import BlockType
-from ingest.hudi.log_reader import decode_block, iter_log_blocks
+from ingest.hudi.log_block import BlockType, LogBlock
+from ingest.hudi.log_reader import corrupt_block_instant, decode_block, iter_log_blocks
 from ingest.hudi.table import HudiTable
 from ingest.hudi.timeline import ARCHIVE_FOLDER, Timeline
 from ingest.storage import Storage
 from ingest.write import precombine as pcb
+
+log = logging.getLogger(__name__)
 
 
 def _ordering_wrapper(schema: avro.AvroSchema, ordering_field: str | None) -> OrderingWrapper | None:
@@ -59,6 +62,8 @@ class ReadContext:
     completed: frozenset[str]          # completed write instants as of the read time
     ordering_field: str | None
     event_time: bool
+    writes_pending: bool = False       # a write may be appending now: an unknown torn tail is its
+    skip_corrupt: bool = False         # report corrupt committed blocks as warnings, not errors
 
     @property
     def reader_schema(self) -> avro.AvroSchema:
@@ -69,7 +74,8 @@ class ReadContext:
         return avro.avro_to_arrow(self.reader_schema)
 
 
-def context(table: HudiTable, as_of: str | None = None) -> tuple[ReadContext, list[FileSlice]]:
+def context(table: HudiTable, as_of: str | None = None, *,
+            skip_corrupt: bool = False) -> tuple[ReadContext, list[FileSlice]]:
     timeline = table.timeline()
     if as_of is not None:
         _check_as_of(table, timeline, as_of)
@@ -83,6 +89,8 @@ def context(table: HudiTable, as_of: str | None = None) -> tuple[ReadContext, li
         completed=timeline.completed_write_timestamps(as_of),
         ordering_field=table.config.precombine_field,
         event_time=table.config.event_time_ordering,
+        writes_pending=bool(timeline.pending()),
+        skip_corrupt=skip_corrupt,
     )
     slices = table.view(timeline, as_of).latest_file_slices(as_of)
     return ctx, slices
@@ -99,22 +107,79 @@ def _check_as_of(table: HudiTable, timeline: Timeline, as_of: str) -> None:
         raise InvalidInstant(f"{table.base_url}: instant {as_of} is before the table's {where}, {first.timestamp}")
 
 
-def _log_versions(ctx: ReadContext, slice_: FileSlice) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]]]:
-    """Data records and deletes of the slice's visible log blocks, in scan order."""
-    blocks = []
-    block_paths: dict[int, str] = {}
-    rolled_back: set[str] = set()
+@dataclass(frozen=True)
+class CorruptBlock:
+    """A corrupt block no reader may skip silently: of a committed instant, or of one unknown."""
+
+    url: str
+    offset: int
+    size: int
+    instant: str | None
+    reason: str
+
+    def describe(self) -> str:
+        whose = f"committed instant {self.instant}" if self.instant else "an instant its header no longer names"
+        return (f"{self.url}: corrupt block at offset {self.offset} ({self.size} bytes) of {whose}: "
+                f"{self.reason}")
+
+
+@dataclass
+class _SliceLogs:
+    blocks: list[LogBlock]                   # visible blocks, in scan order
+    paths: dict[int, str]                    # id(block) -> its log file
+    rolled_back: set[str]
+    corrupt: list[CorruptBlock]
+
+
+def scan_logs(ctx: ReadContext, slice_: FileSlice) -> _SliceLogs:
+    """The slice's log blocks of completed instants, the instants rollback blocks name, and the
+    corrupt blocks that lost committed data. Hudi's reader (`AbstractHoodieLogRecordReader`) skips
+    every CORRUPT block; a torn block of a failed or rolled back write is normal and skipped here
+    too, silently, but one of a committed instant (or whose instant its torn header no longer
+    tells) held rows that are gone, and is reported (`CorruptBlock`)."""
+    out = _SliceLogs([], {}, set(), [])
+    torn: list[tuple[str, LogBlock, bool]] = []
     for log_file in slice_.log_files:
+        last = None
         for block in iter_log_blocks(ctx.storage, log_file.path):
-            block_paths[id(block)] = log_file.path
+            last = block
+            out.paths[id(block)] = log_file.path
             if block.is_corrupt:
+                torn.append((log_file.path, block, False))
                 continue
             if block.block_type == BlockType.COMMAND:
                 if block.target_instant_time:
-                    rolled_back.add(block.target_instant_time)
+                    out.rolled_back.add(block.target_instant_time)
                 continue
             if block.instant_time in ctx.completed:
-                blocks.append(block)
+                out.blocks.append(block)
+        if torn and last is torn[-1][1]:
+            torn[-1] = (torn[-1][0], last, True)
+    for path, block, at_end in torn:
+        instant = corrupt_block_instant(block)
+        if instant is not None and (instant not in ctx.completed or instant in out.rolled_back):
+            continue
+        if instant is None and at_end and ctx.writes_pending:
+            continue  # the tail a pending write is appending (or left behind when it died)
+        out.corrupt.append(CorruptBlock(ctx.storage.url(path), block.offset, block.size, instant,
+                                        block.corrupt_reason or "corrupt"))
+    return out
+
+
+def report_corrupt(ctx: ReadContext, corrupt: Iterable[CorruptBlock]) -> None:
+    """Fail on the first corrupt committed block, or (`skip_corrupt`) warn about each."""
+    for block in corrupt:
+        if not ctx.skip_corrupt:
+            raise LogFormatError(f"{block.describe()}; its rows would be lost (skip corrupt blocks to read "
+                                 "the rest)")
+        log.warning("%s; skipped: its rows are missing from this read", block.describe())
+
+
+def _log_versions(ctx: ReadContext, slice_: FileSlice) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]]]:
+    """Data records and deletes of the slice's visible log blocks, in scan order."""
+    scanned = scan_logs(ctx, slice_)
+    report_corrupt(ctx, scanned.corrupt)
+    blocks, block_paths, rolled_back = scanned.blocks, scanned.paths, scanned.rolled_back
     records: list[dict[str, Any]] = []
     deletes: list[tuple[Any, ...]] = []
     wanted_wrapper = _ordering_wrapper(ctx.schema, ctx.ordering_field)
@@ -126,10 +191,9 @@ def _log_versions(ctx: ReadContext, slice_: FileSlice) -> tuple[list[dict[str, A
         if decoded.block.is_corrupt:
             # Well framed but undecodable content of a committed instant: skipping it would silently
             # drop committed rows, so the read fails (as Hudi's own reader does).
-            raise LogFormatError(
-                f"{ctx.storage.url(block_paths[id(block)])}: block at offset {block.offset} of committed "
-                f"instant {block.instant_time} does not decode: {decoded.block.corrupt_reason}"
-            )
+            report_corrupt(ctx, [CorruptBlock(ctx.storage.url(block_paths[id(block)]), block.offset, block.size,
+                                              block.instant_time, decoded.block.corrupt_reason or "corrupt")])
+            continue
         if decoded.records is not None:
             for record in decoded.records:
                 seq += 1
@@ -191,16 +255,17 @@ def _versions(table: pa.Table, offset: int, deleted: bool, seqs: list[int] | Non
     )
 
 
-def read_snapshot(table: HudiTable, as_of: str | None = None) -> pa.Table:
+def read_snapshot(table: HudiTable, as_of: str | None = None, *, skip_corrupt: bool = False) -> pa.Table:
     """Every live row of the table as of `as_of` (default: the latest completed instant), in any of
     the formats Hudi's time travel takes (`query_instant`)."""
-    ctx, slices = context(table, None if as_of is None else query_instant(as_of))
+    ctx, slices = context(table, None if as_of is None else query_instant(as_of), skip_corrupt=skip_corrupt)
     parts = [read_slice(ctx, s) for s in slices]
     parts = [p for p in parts if p.num_rows]
     return pa.concat_tables(parts) if parts else ctx.arrow_schema.empty_table()
 
 
-def read_incremental(table: HudiTable, start: str, end: str | None = None) -> pa.Table:
+def read_incremental(table: HudiTable, start: str, end: str | None = None, *,
+                     skip_corrupt: bool = False) -> pa.Table:
     """Rows changed by commits in (start, end], with their values as of `end`.
 
     Only file groups those commits wrote are read (their write stats say which). Both times are
@@ -217,7 +282,7 @@ def read_incremental(table: HudiTable, start: str, end: str | None = None) -> pa
     for instant in commits:
         for stat in table.commit_metadata(instant).all_write_stats():
             touched.add((stat.partition_path or "", stat.file_id))
-    ctx, slices = context(table, end)
+    ctx, slices = context(table, end, skip_corrupt=skip_corrupt)
     parts = []
     for s in slices:
         if (s.partition_path, s.file_id) not in touched:

@@ -10,11 +10,11 @@ Merge-On-Read tables open for writing (`open_or_create`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from ingest.errors import TableConfigConflict, TableNotFound
+from ingest.errors import TableConfigConflict, TableNotFound, TimelineError
 from ingest.hudi import properties_file
 from ingest.hudi import schema as avro
 from ingest.hudi.commit_metadata import CommitMetadata, decode_metadata
@@ -26,6 +26,7 @@ from ingest.hudi.timeline_layout import TimelineLayout
 from ingest.storage import Storage
 
 SCHEMA_KEY = "schema"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,19 @@ class HudiTable:
         return FileSystemView.load(self.storage, timeline, replaced=self.replaced_file_groups(timeline, as_of))
 
     def commit_metadata(self, instant: Instant) -> CommitMetadata:
-        return CommitMetadata.from_bytes(read_instant(self.storage, instant, self.layout))
+        return self._parsed(instant, self.layout, CommitMetadata.from_json)
+
+    def _parsed(self, instant: Instant, layout: TimelineLayout, build: Callable[[dict[str, Any]], T]) -> T:
+        """An instant's metadata, or one TimelineError naming its file and what is wrong with it
+        (a truncated or corrupt file is no commit anyone can read: `HoodieCommitMetadata.fromBytes`
+        fails on it too, and writing on top of it would build on a commit whose content is lost)."""
+        data = read_instant(self.storage, instant, layout)
+        try:
+            return build(decode_metadata(data))
+        except (ValueError, KeyError, TypeError, AttributeError, EOFError, IndexError) as e:
+            detail = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise TimelineError(f"{self.storage.url(layout.path(instant))}: {instant.action.value} {instant.timestamp} "
+                                f"cannot be parsed ({len(data)} bytes; truncated or corrupt?): {detail}") from e
 
     def replaced_file_groups(self, timeline: Timeline, as_of: str | None = None) -> frozenset[tuple[str, str]]:
         """Groups retired by completed replacecommits at or before `as_of` (Hudi's
@@ -120,7 +133,7 @@ class HudiTable:
         for instant in timeline.completed(Action.REPLACE_COMMIT, Action.CLUSTERING):
             if as_of is not None and instant.timestamp > as_of:
                 continue
-            raw = decode_metadata(read_instant(self.storage, instant, timeline.layout))
+            raw = self._parsed(instant, timeline.layout, dict)
             for partition, file_ids in (raw.get("partitionToReplaceFileIds") or {}).items():
                 out.update((partition, f) for f in file_ids)
         return frozenset(out)

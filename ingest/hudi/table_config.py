@@ -30,6 +30,13 @@ TABLE_VERSION = 6  # the version this library writes
 READABLE_VERSIONS = (6, 8, 9)
 WRITTEN_TABLE_TYPE = "MERGE_ON_READ"
 READABLE_TABLE_TYPES = ("MERGE_ON_READ", "COPY_ON_WRITE")
+# Versions this library writes into (see `writes_version`, the one place that decides it).
+WRITABLE_VERSIONS = (TABLE_VERSION,)
+
+
+def writes_version(version: int) -> bool:
+    """Whether ingest writes into a table of this `hoodie.table.version` (jobs, services, rollback)."""
+    return version in WRITABLE_VERSIONS
 
 DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
 OVERWRITE_WITH_LATEST_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
@@ -262,22 +269,16 @@ class TableConfig:
         return config
 
     def check_supported(self, where: str, *, write: bool = False) -> None:
-        """Refuse tables this library cannot read or, for `write`, write.
+        """Refuse tables this library cannot read or, for `write`, write (`check_writable`).
 
         Reading: versions 6, 8 and 9, Merge-On-Read and Copy-On-Write (a Copy-On-Write table is a
         Merge-On-Read table whose slices never have log files), parquet base files, Hudi's own table
-        format. Writing: version 6 Merge-On-Read only.
+        format.
         """
+        if write:
+            self.check_writable(where)
         version = self.get(TableConfigKey.VERSION)
         table_type = self.raw(TableConfigKey.TABLE_TYPE)
-        if write and version != TABLE_VERSION:
-            raise UnsupportedTable(
-                f"{where}: table version {version} cannot be written (only version {TABLE_VERSION} is written; "
-                f"versions {', '.join(map(str, READABLE_VERSIONS))} are read)"
-            )
-        if write and table_type != WRITTEN_TABLE_TYPE:
-            raise UnsupportedTable(f"{where}: table type {table_type} cannot be written (only {WRITTEN_TABLE_TYPE} "
-                                   f"is written; {' and '.join(READABLE_TABLE_TYPES)} tables are read)")
         if version not in READABLE_VERSIONS:
             raise UnsupportedTable(
                 f"{where}: table version {version} (only versions {', '.join(map(str, READABLE_VERSIONS))} "
@@ -292,6 +293,29 @@ class TableConfig:
                 raise UnsupportedTable(f"{where}: {key.key}={value} (only {supported} is read)")
         if version >= 8:
             self._check_readable_merge(where)
+
+    def check_writable(self, where: str) -> None:
+        """Refuse, naming the property, a table ingest cannot write into: another table version, a
+        copy-on-write table, or one without meta fields (`HoodieTableConfig.populateMetaFields`:
+        such tables find records by their key fields; ingest's index and reader need the meta fields)."""
+        version = self.get(TableConfigKey.VERSION)
+        if not writes_version(version):
+            raise UnsupportedTable(
+                f"{where}: {TableConfigKey.VERSION.key}={version}: table version {version} cannot be written "
+                f"(ingest writes version {', '.join(map(str, WRITABLE_VERSIONS))}; reads "
+                f"{', '.join(map(str, READABLE_VERSIONS))})"
+            )
+        self._check_table_type(where)
+        if not self.get(TableConfigKey.POPULATE_META_FIELDS):
+            raise UnsupportedTable(f"{where}: {TableConfigKey.POPULATE_META_FIELDS.key}="
+                                   f"{self.raw(TableConfigKey.POPULATE_META_FIELDS)}: ingest writes tables with "
+                                   "meta fields only")
+
+    def _check_table_type(self, where: str) -> None:
+        table_type = self.raw(TableConfigKey.TABLE_TYPE)
+        if table_type != WRITTEN_TABLE_TYPE:
+            raise UnsupportedTable(f"{where}: {TableConfigKey.TABLE_TYPE.key}={table_type}: ingest writes "
+                                   "MERGE_ON_READ tables only")
 
     def _check_readable_merge(self, where: str) -> None:
         mode = self.record_merge_mode

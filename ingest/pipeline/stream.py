@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -43,6 +42,7 @@ from ingest.pipeline.progress import PhaseReporter
 from ingest.pipeline.session import spark_session
 from ingest.pipeline.stopping import BatchGate, StopRequested, stop_on_signals
 from ingest.spark.decode import decode
+from ingest.spark.failures import spark_failure
 from ingest.spark.kafka_source import kafka_stream
 from ingest.spark.sink import HudiSink
 from ingest.spark.status import task_progress
@@ -176,19 +176,9 @@ def _wait(query: StreamingQuery, gate: BatchGate) -> None:
             return
 
 
-_PYTHON_ERROR = re.compile(r"^(?:[\w.]+\.)?(\w+(?:Error|Exception)): (.+)$")
-
-
 def _query_failure(exc: BaseException) -> IngestError:
-    """A failure outside the batch function (the Kafka source, Spark itself) as one line: the innermost
-    Python error Spark's message carries, else its first line. Spark has logged the whole trace."""
-    text = str(exc).split("JVM stacktrace:")[0]
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    inner = [m for m in (_PYTHON_ERROR.match(line) for line in lines) if m]
-    detail = f"{inner[-1].group(1)}: {inner[-1].group(2)}" if inner else (lines[0] if lines else type(exc).__name__)
-    error = IngestError(f"the streaming query failed: {detail}")
-    error.__cause__ = exc
-    return error
+    """A failure outside the batch function (the Kafka source, Spark itself) as one line."""
+    return spark_failure(exc, "the streaming query")
 
 
 def stream(config: PipelineConfig, *, available_now: bool = False, spark: SparkSession | None = None) -> StreamRun:

@@ -36,6 +36,7 @@ from ingest.errors import BadRecordError
 from ingest.hudi.avro_names import sanitized_schema
 from ingest.hudi.commit_metadata import WriteStat
 from ingest.spark import routing
+from ingest.spark.failures import is_spark_error, spark_failure
 from ingest.storage import Storage
 from ingest.write import batch as batch_mod
 from ingest.write import precombine as pcb
@@ -408,6 +409,8 @@ class HudiSink:
                 break
             except Exception as error:
                 if self.exact_routes or not routing.is_misrouted(error):
+                    if is_spark_error(error):
+                        raise spark_failure(error, f"writing batch {label} into {self.options.table_path}") from error
                     raise
                 # Nothing of the attempt is committed; the next attempt rolls its files back first.
                 log.warning("record keys that hold both ':' and ',' need Hudi's full key cut; writing the "

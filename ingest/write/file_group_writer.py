@@ -20,10 +20,12 @@ before appending again, and the file ends up exactly as one successful attempt w
 
 from __future__ import annotations
 
+import logging
 import posixpath
 import struct
 import time
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Container, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -39,8 +41,11 @@ from ingest.hudi.data_block import DATA_BLOCK_VERSION, data_block_header
 from ingest.hudi.delete_block import NO_ORDERING_VALUE, DeleteRecord, delete_block
 from ingest.hudi.file_names import BaseFileName, LogFileName, make_write_token
 from ingest.hudi.log_block import BlockType, block_parts, encode_log_block
+from ingest.hudi.log_reader import corrupt_block_instant, ends_in_whole_block, iter_log_blocks
 from ingest.storage import Storage, data_size
 from ingest.write.precombine import KEY, PARTITION
+
+log = logging.getLogger(__name__)
 
 IS_UPDATE = "_ingest_is_update"
 
@@ -95,6 +100,7 @@ class WriteContext:
     log_max_bytes: int = 1024 * 1024 * 1024
     log_block_max_bytes: int = 256 * 1024 * 1024
     base_file_options: BaseFileOptions = BaseFileOptions()
+    completed: Container[str] = frozenset()  # completed write instants when the commit was planned
 
     @property
     def schema_json(self) -> str:
@@ -335,6 +341,24 @@ def _blocks(ctx: WriteContext, contents: list[list[memoryview | bytes]], deletes
     return parts
 
 
+def _report_torn_tail(ctx: WriteContext, path: str, size: int) -> None:
+    """A torn last block: a failed write's is normal (said at info level); a committed one's, or one
+    whose instant its header no longer names, lost data and is reported."""
+    tail = deque(iter_log_blocks(ctx.storage, path, size), maxlen=1)  # one block in memory at a time
+    last = tail[0] if tail else None
+    if last is None or not last.is_corrupt:
+        return
+    instant = corrupt_block_instant(last)
+    if instant is not None and instant not in ctx.completed:
+        log.info("%s ends in a torn block of failed write %s; writing the next log file version",
+                 ctx.storage.url(path), instant)
+        return
+    whose = f"committed instant {instant}" if instant else "an instant its header no longer names"
+    log.warning("%s: corrupt block at offset %d (%d bytes) of %s: %s; writing the next log file version "
+                "instead of appending after it", ctx.storage.url(path), last.offset, last.size, whose,
+                last.corrupt_reason)
+
+
 def _write_log(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Table, deletes: pa.Table,
                contents: list[list[memoryview | bytes]], task: TaskIdentity, started: float) -> WriteStat:
     storage = ctx.storage
@@ -347,6 +371,11 @@ def _write_log(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Table, de
     if storage.can_append and target.latest_log and target.latest_log_size < ctx.log_max_bytes:
         path = target.path(target.latest_log)
         current = storage.size(path) if storage.exists(path) else -1
+        if current >= target.latest_log_size and not ends_in_whole_block(storage, path, target.latest_log_size):
+            # Blocks appended after a torn one would bury it: start the next log version instead,
+            # as Hudi's `HoodieLogFormatWriter.getOutputStream` rolls over rather than append.
+            _report_torn_tail(ctx, path, target.latest_log_size)
+            current = -1
         if current >= target.latest_log_size:
             markers.create(storage, ctx.instant, target.partition_path, target.latest_log, markers.IOType.APPEND)
             if current > target.latest_log_size:

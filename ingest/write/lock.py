@@ -13,19 +13,30 @@ no newer epoch exists, learns it has lost the lease and stops instead of committ
 from __future__ import annotations
 
 import json
+import logging
 import re
 import threading
 import time
 import uuid
 from dataclasses import dataclass
 
-from ingest.errors import ConcurrentWriterError
+from ingest.errors import ConcurrentWriterError, TableNotFound
+from ingest.hudi.table_config import TableConfig
 from ingest.hudi.timeline import AUX_FOLDER
 from ingest.liveness import ProcessIdentity
 from ingest.storage import Storage
 
+log = logging.getLogger(__name__)
 LOCK_FOLDER = f"{AUX_FOLDER}/ingest/lock"
 _EPOCH_RE = re.compile(r"^writer\.(\d{10})\.json$")
+
+
+def _refuse_unwritable(storage: Storage) -> None:
+    try:
+        config = TableConfig.load(storage)
+    except TableNotFound:
+        return  # the writer creates it
+    config.check_writable(storage.base_url)
 
 
 @dataclass(frozen=True)
@@ -102,7 +113,10 @@ class WriterLock:
     # -- lease --------------------------------------------------------------------------------
 
     def acquire(self) -> None:
-        """Take the lease or raise ConcurrentWriterError naming the current holder."""
+        """Take the lease or raise ConcurrentWriterError naming the current holder.
+
+        A table ingest cannot write is refused first (UnsupportedTable), so it gets no lease file."""
+        _refuse_unwritable(self.storage)
         for _ in range(5):
             epochs = self._epochs()
             current = epochs[-1] if epochs else 0
@@ -121,8 +135,16 @@ class WriterLock:
                 for old in epochs[:-2]:
                     self.storage.delete(_epoch_path(old))
                 self._start_heartbeat()
+                self._sweep()
                 return
         raise ConcurrentWriterError(f"{self.storage.base_url}: could not take the writer lease (contended)")
+
+    def _sweep(self) -> None:
+        """Holding the lease, remove what writers that died left half-written (`.tmp` files that
+        nothing has touched for longer than a lease lasts without a heartbeat)."""
+        removed = self.storage.sweep_temporaries(self.expiry)
+        if removed:
+            log.info("removed %d temporary file(s) that dead writers left in %s", len(removed), self.storage.base_url)
 
     def check(self) -> None:
         """Fencing before a commit: raise if another writer has taken the lease since."""

@@ -70,7 +70,7 @@ class IndexOptions:
         if self.shards < 1:
             raise ConfigError(f"must be at least 1, got {self.shards}", key="index.shards")
         if self.type is IndexType.BUCKET and self.global_scope:
-            raise ConfigError("the bucket index is per partition; a global index needs index type 'key'",
+            raise ConfigError("the bucket index is per partition; a global index is GLOBAL_SIMPLE, GLOBAL_BLOOM or RECORD_INDEX",
                               key="index.global")
 
 

@@ -11,7 +11,7 @@ allow, so every task attempt writes the same files.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -20,8 +20,11 @@ from ingest.errors import ConfigError
 from ingest.hudi import avro_models
 from ingest.hudi import schema as avro
 from ingest.hudi.base_file import BaseFileOptions
+from ingest.hudi.bucket_index import INDEX_TYPE as BUCKET_INDEX_TYPE
 from ingest.hudi.bucket_index import bucket_id_from_file_id, new_bucket_file_id
+from ingest.hudi.file_system_view import FileSlice
 from ingest.hudi.instant import Action, State
+from ingest.hudi.table_config import TableConfig
 from ingest.hudi.timeline import read_instant
 from ingest.index.key_state import KeyStateStore, visibility
 from ingest.storage import Storage
@@ -109,11 +112,37 @@ def _ordering_type(schema: avro.AvroSchema, ordering_field: str | None) -> pa.Da
     return None
 
 
+def index_type_mismatch(config: TableConfig, slices: Iterable[FileSlice], index_type: IndexType) -> str | None:
+    """Why the table cannot be continued with `index_type`, or None.
+
+    A bucket-indexed table names its file groups by bucket (`BucketIdentifier.bucketIdFromFileId`
+    reads the number from the first 8 characters) and records `hoodie.index.type=BUCKET`; a key
+    index would add file groups no bucket writer can find, and a bucket index cannot find a key
+    index's file groups. Both are refused before anything is written, in the settings' words.
+    """
+    recorded = config.props.get(BUCKET_INDEX_TYPE)
+    if index_type is not IndexType.BUCKET:
+        if recorded == "BUCKET":
+            return (f"the table records {BUCKET_INDEX_TYPE}=BUCKET (its file groups are buckets); "
+                    "continue it with BUCKET")
+        return None
+    for slice_ in slices:
+        try:
+            bucket_id_from_file_id(slice_.file_id)
+        except ValueError:
+            return (f"file group {slice_.file_id} in partition '{slice_.partition_path}' was not written by a "
+                    f"bucket index; continue this table with SIMPLE (or another {BUCKET_INDEX_TYPE} but BUCKET)")
+    return None
+
+
 def build_plan(txn: Transaction, options: WriteOptions) -> WritePlan:
     storage = txn.table.storage
     config = txn.table.config
     ordering_field = config.precombine_field or options.precombine_field
     compactions = pending_compaction_groups(txn)
+    mismatch = index_type_mismatch(config, txn.view.latest_writer_slices(), options.index.type)
+    if mismatch:
+        raise ConfigError(f"{txn.table.base_url}: {mismatch}", key=BUCKET_INDEX_TYPE)
     targets: dict[tuple[str, str], FileGroupTarget] = {}
     buckets: dict[tuple[str, int], str] = {}
     for slice_ in txn.view.latest_writer_slices():
@@ -134,14 +163,7 @@ def build_plan(txn: Transaction, options: WriteOptions) -> WritePlan:
                 log_files=tuple(lf.name.name for lf in slice_.log_files),
             )
         if options.index.type is IndexType.BUCKET:
-            try:
-                buckets[(slice_.partition_path, bucket_id_from_file_id(slice_.file_id))] = slice_.file_id
-            except ValueError as e:
-                raise ConfigError(
-                    f"{txn.table.base_url} has file group {slice_.file_id} in partition "
-                    f"'{slice_.partition_path}' that no bucket index wrote; continue this table with "
-                    "index type 'key'", key="index.type",
-                ) from e
+            buckets[(slice_.partition_path, bucket_id_from_file_id(slice_.file_id))] = slice_.file_id
     timeline = txn.timeline
     completed = timeline.completed_write_timestamps()
     start = timeline.instants[0].timestamp if timeline.instants else None
@@ -154,6 +176,7 @@ def build_plan(txn: Transaction, options: WriteOptions) -> WritePlan:
         log_max_bytes=options.log_file_max_bytes,
         log_block_max_bytes=options.log_block_max_bytes,
         base_file_options=BaseFileOptions(compression=options.parquet_compression),
+        completed=completed,
     )
     return WritePlan(
         write=write,

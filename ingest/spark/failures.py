@@ -1,0 +1,29 @@
+"""Spark's exceptions as ingest's one-line errors.
+
+An error raised in a Python worker reaches the driver inside Spark's exception, as text followed by
+the JVM's stack trace. The user needs the innermost Python error (`OSError: [Errno 28] No space left
+on device: '<path>'`, `BadRecordError: ...`); Spark has logged the whole trace already.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ingest.errors import IngestError
+
+_PYTHON_ERROR = re.compile(r"^(?:[\w.]+\.)?(\w+(?:Error|Exception)): (.+)$")
+
+
+def is_spark_error(exc: BaseException) -> bool:
+    return type(exc).__module__.startswith(("pyspark", "py4j"))
+
+
+def spark_failure(exc: BaseException, what: str) -> IngestError:
+    """`what` failed: the innermost Python error Spark's message carries, else its first line."""
+    text = str(exc).split("JVM stacktrace:")[0]
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    inner = [m for m in (_PYTHON_ERROR.match(line) for line in lines) if m]
+    detail = f"{inner[-1].group(1)}: {inner[-1].group(2)}" if inner else (lines[0] if lines else type(exc).__name__)
+    error = IngestError(f"{what} failed: {detail}")
+    error.__cause__ = exc
+    return error

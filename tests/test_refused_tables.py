@@ -1,0 +1,105 @@
+"""Tables and settings ingest cannot write are refused before Spark starts, in one line, leaving
+nothing behind: the same answer from `ingest validate-config`, the jobs and the library's writer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+import yaml
+from service_tables import HUDI_SETTINGS, options_for
+
+from ingest import cli
+from ingest.errors import UnsupportedTable
+from ingest.write.batch import LocalWriter
+from ingest.write.options import IndexOptions, IndexType, WriteOptions
+
+SCHEMA = "uuid STRING NOT NULL, city STRING, ts BIGINT, fare DOUBLE"
+
+
+def rows() -> pa.Table:
+    return pa.table({"uuid": ["a", "b"], "city": ["chennai", "sao_paulo"], "ts": pa.array([1, 1], pa.int64()),
+                     "fare": [1.0, 2.0]})
+
+
+def pipeline(tmp_path: Path, table: Path, hudi: dict | None = None) -> Path:
+    config = {
+        "table": {"path": str(table), "name": "trips"},
+        "hudi": {**HUDI_SETTINGS, **(hudi or {})},
+        "source": {"kafka": {"bootstrap_servers": "localhost:1", "topics": ["trips"]}, "schema": SCHEMA},
+        "stream": {"checkpoint": str(tmp_path / "checkpoint")},
+    }
+    path = tmp_path / "pipeline.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def files(table: Path) -> dict[str, int]:
+    return {str(p.relative_to(table)): p.stat().st_size for p in sorted(table.rglob("*")) if p.is_file()}
+
+
+def refused(capsys, config: Path, table: Path, *sets: str) -> str:
+    """validate-config and `ingest stream` both exit 2 with the same one line; the table is untouched."""
+    before = files(table)
+    overrides = [a for s in sets for a in ("--set", s)]
+    assert cli.main(["validate-config", str(config), *overrides]) == 2
+    checked = capsys.readouterr().err
+    assert cli.main(["stream", "--config", str(config), *overrides]) == 2
+    streamed = capsys.readouterr().err.strip().splitlines()
+    assert checked.count("\n") == 1 and streamed[-1] == checked.strip()
+    assert files(table) == before
+    return checked.strip()
+
+
+def test_changing_the_index_type_of_a_key_indexed_table_is_refused_by_validation(tmp_path, capsys):
+    """`BucketIdentifier.bucketIdFromFileId`: a bucket index finds file groups by the bucket number in
+    the first 8 characters of their id; a key-indexed table's file groups carry none."""
+    table = tmp_path / "trips"
+    LocalWriter(WriteOptions(str(table), "trips", hudi=HUDI_SETTINGS, index=IndexOptions(type=IndexType.KEY))
+                ).write(rows())
+    config = pipeline(tmp_path, table)
+    line = refused(capsys, config, table, "hudi.hoodie.index.type=BUCKET")
+    assert line.startswith(f"ingest: error: --set: hudi.hoodie.index.type: {table}: file group ")
+    assert line.endswith("was not written by a bucket index; continue this table with SIMPLE "
+                         "(or another hoodie.index.type but BUCKET)")
+    assert "'key'" not in line
+    assert cli.main(["validate-config", str(config)]) == 0
+
+
+def test_changing_the_index_type_of_a_bucket_table_is_refused_by_validation(tmp_path, capsys):
+    """`BucketIdentifier.bucketIdFromFileId`: a bucket table's file groups are buckets; a key index
+    would add file groups with no bucket number that Hudi's bucket writers cannot place."""
+    table = tmp_path / "trips"
+    LocalWriter(options_for(table, buckets=2)).write(rows())
+    config = pipeline(tmp_path, table)  # hoodie.index.type left at its default, SIMPLE
+    line = refused(capsys, config, table)
+    assert line == (f"ingest: error: {config}: hudi.hoodie.index.type: {table}: the table records "
+                    "hoodie.index.type=BUCKET (its file groups are buckets); continue it with BUCKET")
+    assert cli.main(["validate-config", str(config), "--set", "hudi.hoodie.index.type=BUCKET",
+                     "--set", "hudi.hoodie.bucket.index.num.buckets=2"]) == 0
+
+
+@pytest.mark.parametrize("prop, value, says", [
+    ("hoodie.table.version", "8", "hoodie.table.version=8: table version 8 cannot be written"),
+    ("hoodie.populate.meta.fields", "false", "hoodie.populate.meta.fields=false: ingest writes tables with "
+                                             "meta fields only"),
+    ("hoodie.table.type", "COPY_ON_WRITE", "hoodie.table.type=COPY_ON_WRITE: ingest reads and writes "
+                                           "MERGE_ON_READ tables only"),
+])
+def test_a_table_ingest_cannot_write_is_refused_naming_its_property(tmp_path, capsys, prop, value, says):
+    """`HoodieTableConfig.populateMetaFields` (`hoodie.populate.meta.fields`, default true), `getTableType`
+    and `getTableVersion`: what the table is made of, refused by validation, every job and the writer
+    itself before anything (a lease file, an instant) is written."""
+    table = tmp_path / "trips"
+    options = WriteOptions(str(table), "trips", hudi=HUDI_SETTINGS, index=IndexOptions(type=IndexType.KEY))
+    LocalWriter(options).write(rows())
+    props = table / ".hoodie" / "hoodie.properties"
+    text = "\n".join(line for line in props.read_text().splitlines() if not line.startswith(prop + "="))
+    props.write_text(f"{text}\n{prop}={value}\n")
+    line = refused(capsys, pipeline(tmp_path, table), table)
+    assert line.startswith(f"ingest: error: {props}: {says}")
+    before = files(table)
+    with pytest.raises(UnsupportedTable, match=says.split(":")[0]):
+        LocalWriter(options).write(rows())
+    assert files(table) == before

@@ -1,0 +1,90 @@
+"""A full disk or a read-only table folder: one `ingest: error` line naming the path and the cause,
+no temporary file left behind, and temporaries of writers that died swept by the next lease holder."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from service_tables import HUDI_SETTINGS
+from test_refused_tables import rows
+
+from ingest import cli
+from ingest.write.batch import LocalWriter
+from ingest.write.options import IndexOptions, IndexType, WriteOptions
+
+
+def temporaries(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*.tmp"))
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A real 3 MiB file system (tmpfs), so writes really fail: root ignores permission bits."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def table_with_commits(root: Path) -> Path:
+    table = root / "trips"
+    options = WriteOptions(str(table), "trips", hudi=HUDI_SETTINGS, index=IndexOptions(type=IndexType.KEY))
+    for _ in range(3):
+        LocalWriter(options).write(rows())
+    return table
+
+
+def fill(disk: Path) -> None:
+    free = os.statvfs(disk)
+    with open(disk / "filler", "wb") as f:
+        try:
+            f.write(b"\0" * (free.f_bavail * free.f_frsize))
+        except OSError:
+            pass
+
+
+def test_a_full_disk_is_one_line_and_leaves_no_temporary(small_disk, capsys):
+    """`HoodieLogFormatWriter.appendBlocks` and `HoodieWrapperFileSystem` let an IOException end the
+    write; here it ends it as one line naming the file, and nothing half-written stays."""
+    table = table_with_commits(small_disk)
+    fill(small_disk)
+    assert cli.main(["compact", "--path", str(table)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(f"ingest: error: {table}/") and err[-1].endswith(": No space left on device")
+    assert temporaries(table) == []
+
+
+def test_a_read_only_table_folder_is_one_line(small_disk, capsys):
+    """`HoodieLogFormatWriter.getOutputStream` / `createNewFile`: a file that cannot be created fails
+    the action with the file system's IOException; here as one line naming the path."""
+    table = table_with_commits(small_disk)
+    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    assert cli.main(["clean", "--path", str(table)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(f"ingest: error: {table}/") and err[-1].endswith(": Read-only file system")
+
+
+def test_temporaries_of_dead_writers_are_swept_by_cleaning(tmp_path, capsys):
+    """A write that died between writing its temporary and renaming it (`kill -9`) leaves the `.tmp`;
+    the next lease holder (here `ingest clean`) removes it once no live writer can own it, as Hudi's
+    `BaseRollbackActionExecutor.executeRollback` removes the files a failed write left."""
+    table = table_with_commits(tmp_path)
+    partition = next(p for p in table.iterdir() if p.name.startswith("city="))
+    old = partition / f".some.parquet.{'a' * 32}.tmp"
+    fresh = partition / f".other.parquet.{'b' * 32}.tmp"
+    lookalike = partition / "data.tmp"
+    for p in (old, fresh, lookalike):
+        p.write_bytes(b"half")
+    stale = time.time() - 3600
+    os.utime(old, (stale, stale))
+    os.utime(lookalike, (stale, stale))
+    assert cli.main(["clean", "--path", str(table)]) == 0
+    assert not old.exists()
+    assert fresh.exists() and lookalike.exists()  # a live writer's, and no temporary of ours
