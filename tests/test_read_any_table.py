@@ -148,14 +148,14 @@ def test_writers_and_services_refuse_a_copy_on_write_table(tmp_path, capsys):
     before = sorted(str(p.relative_to(path)) for p in path.rglob("*"))
     for command in (["compact", str(path)], ["clean", str(path)], ["archive", str(path)]):
         assert main(command) == 1
-        assert "table type COPY_ON_WRITE cannot be written" in capsys.readouterr().err
+        assert "hoodie.table.type=COPY_ON_WRITE: ingest writes MERGE_ON_READ tables only" in capsys.readouterr().err
     options = WriteOptions(table_path=str(path), table_name="v6_trips_8i1u", hudi={
         "hoodie.datasource.write.recordkey.field": "uuid", "hoodie.datasource.write.partitionpath.field": "city",
         "hoodie.datasource.write.precombine.field": "ts", "hoodie.datasource.write.hive_style_partitioning": "true",
     }, index=IndexOptions(type=IndexType.BUCKET, bucket_count=1))
     data = pa.table({"ts": pa.array([1], pa.int64()), "uuid": ["u"], "rider": ["r"], "driver": ["d"],
                      "fare": [1.0], "city": ["chennai"]})
-    with pytest.raises(UnsupportedTable, match="COPY_ON_WRITE cannot be written"):
+    with pytest.raises(UnsupportedTable, match="COPY_ON_WRITE: ingest writes MERGE_ON_READ tables only"):
         LocalWriter(options).write(data)
     after = sorted(str(p.relative_to(path)) for p in path.rglob("*") if ".aux" not in p.relative_to(path).parts)
     assert after == [p for p in before if ".aux" not in Path(p).parts]

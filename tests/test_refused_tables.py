@@ -84,7 +84,7 @@ def test_changing_the_index_type_of_a_bucket_table_is_refused_by_validation(tmp_
     ("hoodie.table.version", "8", "hoodie.table.version=8: table version 8 cannot be written"),
     ("hoodie.populate.meta.fields", "false", "hoodie.populate.meta.fields=false: ingest writes tables with "
                                              "meta fields only"),
-    ("hoodie.table.type", "COPY_ON_WRITE", "hoodie.table.type=COPY_ON_WRITE: ingest reads and writes "
+    ("hoodie.table.type", "COPY_ON_WRITE", "hoodie.table.type=COPY_ON_WRITE: ingest writes "
                                            "MERGE_ON_READ tables only"),
 ])
 def test_a_table_ingest_cannot_write_is_refused_naming_its_property(tmp_path, capsys, prop, value, says):
