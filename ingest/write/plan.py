@@ -1,7 +1,8 @@
 """The driver's plan for one commit: small, picklable, sent to every write task.
 
 It says, for this instant, where each existing file group's next log blocks go (its latest slice,
-or the slice a pending compaction opened), which bucket maps to which file group, which instants make
+or the slice a pending compaction opened; from table version 8 on, a new log file named with this
+instant, which the file system view slices by completion time), which bucket maps to which file group, which instants make
 key-index segments visible, and which existing file groups still have room for new keys. Executors
 decide nothing the plan does not allow, so every task attempt writes the same files.
 """
@@ -91,7 +92,7 @@ def pending_compaction_groups(txn: Transaction) -> dict[tuple[str, str], str]:
     storage = txn.table.storage
     for instant in txn.timeline.pending(Action.COMPACTION):
         requested = instant.to(State.REQUESTED)
-        plan = avro_models.deserialize(read_instant(storage, requested))
+        plan = avro_models.deserialize(read_instant(storage, requested, txn.timeline.layout))
         for op in plan.get("operations") or []:
             out[(op.get("partitionPath") or "", op["fileId"])] = instant.timestamp
     return out
@@ -110,14 +111,18 @@ def build_plan(txn: Transaction, options: WriteOptions) -> WritePlan:
     storage = txn.table.storage
     config = txn.table.config
     ordering_field = config.precombine_field or options.precombine_field
-    compactions = pending_compaction_groups(txn)
+    by_writer = txn.table.version.log_files_by_writer
+    compactions = {} if by_writer else pending_compaction_groups(txn)
     targets: dict[tuple[str, str], FileGroupTarget] = {}
     buckets: dict[tuple[str, int], str] = {}
     open_groups: dict[str, list[tuple[str, int]]] = {}
     for slice_ in txn.view.latest_writer_slices():
         key = (slice_.partition_path, slice_.file_id)
         pending = compactions.get(key)
-        if pending is not None and slice_.base_instant < pending:
+        if by_writer:
+            # `HoodieAppendHandle` at 8+: the log file, its prevCommit and slice are this instant's own.
+            targets[key] = FileGroupTarget(slice_.partition_path, slice_.file_id, base_instant=txn.instant_time)
+        elif pending is not None and slice_.base_instant < pending:
             # Logs written after a compaction was planned open the compaction's slice.
             targets[key] = FileGroupTarget(slice_.partition_path, slice_.file_id, base_instant=pending)
         else:
