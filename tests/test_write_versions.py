@@ -176,8 +176,9 @@ def crash_writer(path: str, version: int, ops: list[Op], crash_at: str) -> None:
 @pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("rollback_crash", [None, "before_rollback_complete"])
 def test_a_crashed_write_is_rolled_back_and_hudi_rs_reads_the_model(tmp_path, version, rollback_crash):
-    """A writer killed after its data files (`after_data_write`) leaves an inflight deltacommit; the next
-    writer rolls it back as Hudi 1.x does (`BaseRollbackPlanActionExecutor`, `MarkerBasedRollbackStrategy`:
+    """A writer killed after its data files (`after_data_write`) leaves an inflight deltacommit and a
+    CREATE marker per log file (`WriteMarkers.createLogMarkerIfNotExists` at 8+; APPEND is
+    `DirectWriteMarkersV1`'s, version 6); the next writer rolls it back as Hudi 1.x does (`BaseRollbackPlanActionExecutor`, `MarkerBasedRollbackStrategy`:
     at 8/9 every log file of the failed instant is named with it and is deleted; no command block),
     with `HoodieRollbackPlan`/`HoodieRollbackMetadata` in the layout-2 timeline and the failed instant's
     files removed (`BaseRollbackActionExecutor.finishRollback`). With `rollback_crash`, the first rollback
@@ -189,6 +190,8 @@ def test_a_crashed_write_is_rolled_back_and_hudi_rs_reads_the_model(tmp_path, ve
     failed = w.table.timeline().pending()
     assert [i.state.value for i in failed] == ["INFLIGHT"]
     assert {str(p) for p in log_files(Path(w.path))} - before, "the crashed write left its log files"
+    left = sorted(p.name for p in (Path(w.path) / ".hoodie" / ".temp" / failed[0].timestamp).rglob("*.marker.*"))
+    assert left and all(".log." in n and n.endswith(".marker.CREATE") for n in left), left
     if rollback_crash:
         crash_writer(w.path, version, random_batch(random.Random(98), 60, keys=12, size=3), rollback_crash)
         assert w.table.timeline().pending()

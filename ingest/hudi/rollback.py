@@ -99,10 +99,12 @@ def _from_marker(storage: Storage, failed: str, marker: markers.Marker) -> Rollb
         # Left by ingest before its own files stopped getting markers; never a Hudi data file.
         log.warning("ignoring marker of %s in the rollback of %s: not a base or log file", path, failed)
         return None
+    if marker.io_type is markers.IOType.CREATE and LogFileName.parse(marker.file_name) is not None:
+        return _delete_request(marker.partition_path, path)  # table version 8+: a log file it created
     if marker.io_type is not markers.IOType.APPEND:
         base = BaseFileName.parse(marker.file_name)
         if base is None:
-            raise ValueError(f"{marker.io_type.value} marker of {path}: only base files are created or merged")
+            raise ValueError(f"{marker.io_type.value} marker of {path}: only base and log files are created")
         return _delete_request(marker.partition_path, path, base.file_id, base.instant)
     name = LogFileName.parse(marker.file_name)
     if name is None:

@@ -12,7 +12,8 @@ Mirrors Hudi's `HoodieTableVersion` and what its upgrade handlers change (`SixTo
   on with the writing deltacommit's instant, one new file per deltacommit and file group, whose write
   stat has `prevCommit` = that instant, no base file and only the new log file
   (`HoodieAppendHandle.populateWriteStatAndFetchFileSlice`, `init`); so a failed deltacommit is rolled
-  back by deleting its files, never with a command block;
+  back by deleting its files, never with a command block; its marker is `CREATE`, not `APPEND`
+  (`WriteMarkers.createLogMarkerIfNotExists` at 8, `DirectWriteMarkersV1` at 6);
 * log block headers: ordinals 0-6 at 6, 0-8 from 8 on (`HeaderMetadataType`);
 * `hoodie.properties`: merge mode and strategy id from 8 (`SevenToEightUpgradeHandler`), ordering
   fields, `hoodie.table.format` and the legacy payload key from 9 (`EightToNineUpgradeHandler`);
@@ -36,6 +37,7 @@ class TableVersion:
     timeline_layout: int            # hoodie.timeline.layout.version
     avro_commit_metadata: bool      # commit metadata as Avro (else Jackson JSON)
     log_files_by_writer: bool       # log files named with the writing deltacommit's instant
+    log_marker: str                 # the marker IOType of a log file written
     header_keys: frozenset[HeaderKey]
     merge_mode_in_properties: bool  # hoodie.record.merge.mode / .strategy.id are table properties
     ordering_fields_key: bool       # hoodie.table.ordering.fields replaces the precombine key
@@ -72,11 +74,11 @@ class TableVersion:
 
 _V6_HEADERS = frozenset(k for k in HeaderKey if k <= HeaderKey.BLOCK_IDENTIFIER)
 
-V6 = TableVersion(6, 1, False, False, _V6_HEADERS, False, False, False, False, "deltastreamer.checkpoint.key",
+V6 = TableVersion(6, 1, False, False, "APPEND", _V6_HEADERS, False, False, False, False, "deltastreamer.checkpoint.key",
                   True, "Hudi 0.14/0.15")
-V8 = TableVersion(8, 2, True, True, frozenset(HeaderKey), True, False, False, False, "streamer.checkpoint.key.v2",
+V8 = TableVersion(8, 2, True, True, "CREATE", frozenset(HeaderKey), True, False, False, False, "streamer.checkpoint.key.v2",
                   False, "Hudi 1.0")
-V9 = TableVersion(9, 2, True, True, frozenset(HeaderKey), True, True, True, True, "streamer.checkpoint.key.v2",
+V9 = TableVersion(9, 2, True, True, "CREATE", frozenset(HeaderKey), True, True, True, True, "streamer.checkpoint.key.v2",
                   False, "Hudi 1.1/1.2")
 _VERSIONS = {v.number: v for v in (V6, V8, V9)}
 

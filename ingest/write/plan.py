@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from ingest.errors import ConfigError
-from ingest.hudi import avro_models
+from ingest.hudi import avro_models, markers
 from ingest.hudi import schema as avro
 from ingest.hudi.base_file import BaseFileOptions
 from ingest.hudi.bucket_index import bucket_id_from_file_id, new_bucket_file_id
@@ -159,6 +159,7 @@ def build_plan(txn: Transaction, options: WriteOptions) -> WritePlan:
         log_max_bytes=options.log_file_max_bytes,
         log_block_max_bytes=options.log_block_max_bytes,
         base_file_options=BaseFileOptions(compression=options.parquet_compression),
+        log_marker=markers.IOType(txn.table.version.log_marker),
     )
     return WritePlan(
         write=write,
