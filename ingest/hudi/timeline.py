@@ -8,7 +8,8 @@ complete for every reader.
 
 Reading and transitions follow the table's `TimelineLayout`: layout 1 (version 6), or layout 2
 (versions 8 and 9), where the completed file also names the instant's completion time, taken when
-it completes as Hudi's `ActiveTimelineV2.saveAsComplete` does (a new time from the instant generator).
+it completes, as `ActiveTimelineV2.transitionStateToComplete` (`createCompleteFileInMetaPath`) takes a
+new instant time.
 """
 
 from __future__ import annotations
