@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 
 import fastavro
+import hudi_invariants
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
@@ -110,6 +111,7 @@ def test_new_tables_at_8_and_9_read_by_hudi_rs_and_ours_as_the_model(tmp_path, v
     expected = w.expected()
     assert sorted(hudi_rs_rows(path)) == sorted(expected)
     assert our_rows(path) == expected
+    assert hudi_invariants.check(path, bucket_index=True)["schemas"] > 0
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -192,6 +194,7 @@ def test_a_crashed_write_is_rolled_back_and_hudi_rs_reads_the_model(tmp_path, ve
     assert {str(p) for p in log_files(Path(w.path))} - before, "the crashed write left its log files"
     left = sorted(p.name for p in (Path(w.path) / ".hoodie" / ".temp" / failed[0].timestamp).rglob("*.marker.*"))
     assert left and all(".log." in n and n.endswith(".marker.CREATE") for n in left), left
+    assert hudi_invariants.check(w.path, bucket_index=True)["markers"] == len(left)
     if rollback_crash:
         crash_writer(w.path, version, random_batch(random.Random(98), 60, keys=12, size=3), rollback_crash)
         assert w.table.timeline().pending()
