@@ -347,12 +347,14 @@ class TableConfig:
             TableConfigKey.HIVE_STYLE_PARTITIONING.key: "false",
             TableConfigKey.URL_ENCODE_PARTITIONING.key: "false",
             TableConfigKey.DROP_PARTITION_COLUMNS.key: "false",
+            # Version 6's merger strategy key; from 8 on the merge mode and strategy id say it.
+            TableConfigKey.RECORD_MERGER_STRATEGY.key: DEFAULT_MERGER_STRATEGY,
             TableConfigKey.TIMELINE_TIMEZONE.key: UTC,  # explicit: Hudi reads an absent zone as LOCAL
             # No metadata table, as a Hudi writer with hoodie.metadata.enable=false leaves the key.
             TableConfigKey.METADATA_PARTITIONS.key: "",
         }
-        if not version.merge_mode_in_properties:
-            base[TableConfigKey.RECORD_MERGER_STRATEGY.key] = DEFAULT_MERGER_STRATEGY
+        if version.merge_mode_in_properties:
+            del base[TableConfigKey.RECORD_MERGER_STRATEGY.key]
         if version.has_completion_times:
             base[TableConfigKey.INITIAL_VERSION.key] = str(version.number)
             base[TableConfigKey.TIMELINE_PATH.key] = TableConfigKey.TIMELINE_PATH.value.default
