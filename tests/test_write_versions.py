@@ -414,3 +414,17 @@ def test_the_spark_sink_writes_version_9_from_executors(spark, tmp_path):
     expected = {(r["key"], r["partition"], r["ts"], r["fare"]) for r in model.rows()}
     assert sorted(hudi_rs_rows(path)) == sorted(expected)
     assert our_rows(path) == expected
+
+
+def test_a_table_whose_records_merge_as_partial_updates_is_not_written(tmp_path):
+    """`HoodieTableConfig.PARTIAL_UPDATE_MODE` (version 9, default NONE): with IGNORE_DEFAULTS or
+    FILL_UNAVAILABLE Hudi's readers merge a record as a partial one; ingest writes whole records, so such
+    a table is refused for writing (and still read), NONE or absent is written."""
+    w = write_rounds(tmp_path / "t", 9, rounds=1)
+    props = Path(w.path) / ".hoodie" / "hoodie.properties"
+    props.write_text(props.read_text() + "hoodie.table.partial.update.mode=IGNORE_DEFAULTS\n")
+    (Path(w.path) / ".hoodie" / "hoodie.properties.backup").unlink(missing_ok=True)
+    table = HudiTable.open(w.path)
+    with pytest.raises(UnsupportedTable, match="partial.update.mode=IGNORE_DEFAULTS cannot be written"):
+        table.config.check_supported(w.path, write=True)
+    assert our_rows(w.path) == w.expected()

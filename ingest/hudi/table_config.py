@@ -110,6 +110,9 @@ class TableConfigKey(Enum):
         "hoodie.timeline.history.path", "history", str, "Timeline layout 2: folder of the LSM history."
     )
     KEY_GENERATOR_TYPE = ConfigKey("hoodie.table.keygenerator.type", doc="Table version 8: the key generator type.")
+    PARTIAL_UPDATE_MODE = ConfigKey(
+        "hoodie.table.partial.update.mode", "NONE", str, "Table version 9: how partial records merge (NONE: they are not)."
+    )
     LEGACY_PAYLOAD_CLASS = ConfigKey(
         "hoodie.table.legacy.payload.class", doc="Table version 9: the payload class a merge mode replaced."
     )
@@ -291,6 +294,12 @@ class TableConfig:
                 f"{', '.join(map(str, WRITABLE_VERSIONS))} are written; {', '.join(map(str, READABLE_VERSIONS))} "
                 "are read)"
             )
+        partial = self.get(TableConfigKey.PARTIAL_UPDATE_MODE)
+        if write and partial.upper() != "NONE":
+            # `HoodieTableConfig.PARTIAL_UPDATE_MODE`: with IGNORE_DEFAULTS or FILL_UNAVAILABLE, Hudi's readers
+            # would merge the full records ingest writes as partial ones.
+            raise UnsupportedTable(f"{where}: {TableConfigKey.PARTIAL_UPDATE_MODE.key}={partial} cannot be written "
+                                   "(ingest writes whole records: NONE)")
         if write and table_type != WRITTEN_TABLE_TYPE:
             raise UnsupportedTable(f"{where}: table type {table_type} cannot be written (only {WRITTEN_TABLE_TYPE} "
                                    f"is written; {' and '.join(READABLE_TABLE_TYPES)} tables are read)")
