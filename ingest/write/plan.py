@@ -2,9 +2,10 @@
 
 It says, for this instant, where each existing file group's next log blocks go (its latest slice,
 or the slice a pending compaction opened; from table version 8 on, a new log file named with this
-instant, which the file system view slices by completion time), which bucket maps to which file group, which instants make
-key-index segments visible, and which existing file groups still have room for new keys. Executors
-decide nothing the plan does not allow, so every task attempt writes the same files.
+instant, which the file system view slices by completion time), which bucket maps to which file
+group, which instants make key-index segments visible, and which existing file groups still have
+room for new keys. Executors decide nothing the plan does not allow, so every task attempt writes
+the same files.
 """
 
 from __future__ import annotations
