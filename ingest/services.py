@@ -81,6 +81,9 @@ def _execute_pending(table: HudiTable, runner: compaction.Runner | None,
     return done
 
 
+_SKIPPED: set[str] = set()  # tables whose version has no services here, said once per process
+
+
 def run_inline_services(
     table: HudiTable,
     settings: ServiceSettings,
@@ -92,6 +95,11 @@ def run_inline_services(
 
     `runner` executes compaction operations (e.g. on Spark executors); by default, in this process.
     """
+    if not table.version.services:
+        if table.base_url not in _SKIPPED:
+            log.warning("%s; not running them after its commits", compaction.services_refusal(table))
+            _SKIPPED.add(table.base_url)
+        return ServicesRun()
     fence = lock.check if lock is not None else None
     durations: dict[str, float] = {}
     scheduled = None
@@ -123,18 +131,26 @@ def run_inline_services(
 # -- one service at a time (CLI, jobs) ----------------------------------------------------------------
 
 
-def open_table(path: str, storage_options: Mapping[str, Any] | None = None) -> HudiTable:
-    table = HudiTable.open(path, storage_options)
-    compaction.check_writable(table)
+def open_table(path: str, storage_options: Mapping[str, Any] | None = None, *, services: bool = True) -> HudiTable:
+    """The table a service writes; rolling back (`services=False`) is done at every writable version."""
+    return _checked(HudiTable.open(path, storage_options), services)
+
+
+def _checked(table: HudiTable, services: bool) -> HudiTable:
+    if services:
+        compaction.check_writable(table)
+    else:
+        table.config.check_supported(table.base_url, write=True)
     return table
 
 
 Target = HudiTable | str  # an open table, or the path or URL of one (the CLI and config files give paths)
 
 
-def _table(target: Target, storage_options: Mapping[str, Any] | None) -> HudiTable:
+def _table(target: Target, storage_options: Mapping[str, Any] | None, services: bool = True) -> HudiTable:
     """The table a service writes to; a metadata table would go stale, so it goes first."""
-    table = target if isinstance(target, HudiTable) else open_table(target, storage_options)
+    table = _checked(target, services) if isinstance(target, HudiTable) else open_table(
+        target, storage_options, services=services)
     metadata_table.remove(table)
     return table
 
@@ -203,7 +219,7 @@ def rollback_instant(target: Target, instant_time: str, *, lease_expiry_seconds:
                      storage_options: Mapping[str, Any] | None = None) -> Instant:
     """Roll back a pending write (or finish an interrupted rollback); refuse anything else."""
     check_instant_time(instant_time)
-    table = _table(target, storage_options)
+    table = _table(target, storage_options, services=False)
     with _lease(table, lease_expiry_seconds):
         timeline = table.timeline()
         instant = timeline.get(instant_time)

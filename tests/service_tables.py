@@ -25,9 +25,11 @@ HUDI_SETTINGS = {
 CITIES = ("san_francisco", "chennai", "sao_paulo")
 
 
-def options_for(path: Path | str, buckets: int = 2) -> WriteOptions:
+def options_for(path: Path | str, buckets: int = 2, version: int | None = None) -> WriteOptions:
+    """Options for a trips table; `version` sets `hoodie.write.table.version` (default: ingest's)."""
+    hudi = {**HUDI_SETTINGS, "hoodie.write.table.version": str(version)} if version else HUDI_SETTINGS
     return WriteOptions(
-        table_path=str(path), table_name="trips", hudi=HUDI_SETTINGS,
+        table_path=str(path), table_name="trips", hudi=hudi,
         index=IndexOptions(type=IndexType.BUCKET, bucket_count=buckets),
     )
 
@@ -59,9 +61,9 @@ def random_batch(rng: random.Random, batch_no: int, keys: int = 12, size: int = 
 class ModelWriter:
     """A LocalWriter and the reference model fed the same batches."""
 
-    def __init__(self, path: Path | str, buckets: int = 2):
+    def __init__(self, path: Path | str, buckets: int = 2, version: int | None = None):
         self.path = str(path)
-        self.writer = LocalWriter(options_for(path, buckets))
+        self.writer = LocalWriter(options_for(path, buckets, version))
         self.model = TableModel(event_time=True)
 
     def write(self, ops: list[Op]) -> str | None:

@@ -708,8 +708,8 @@ def test_readme_validate_config_example_runs_as_written(monkeypatch, capsys):
 
 
 @pytest.mark.parametrize("key, value, expected", [
-    ("hoodie.write.table.version", 9, "'9' is not supported (accepted: 6): ingest writes table version 6"),
-    ("hoodie.table.version", "8", "'8' is not supported (accepted: 6): ingest writes table version 6"),
+    ("hoodie.write.table.version", 7, "7 is not one of 6, 8, 9"),
+    ("hoodie.table.version", "7", "'7' is not supported (accepted: 6, 8, 9): ingest writes table version 6"),
     ("hoodie.datasource.hive_sync.mode", "jdbc", "ingest syncs through the metastore's Thrift API (hms)"),
     ("hoodie.meta.sync.client.tool.class", "org.apache.hudi.gcp.bigquery.BigQuerySyncTool",
      "names org.apache.hudi.gcp.bigquery.BigQuerySyncTool; ingest syncs with"),

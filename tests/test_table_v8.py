@@ -378,7 +378,7 @@ def test_v6_merge_rules_are_unchanged():
     assert v6_default.event_time_ordering
 
 
-# -- versions: read 6 and 8, write 6 only ----------------------------------------------------------
+# -- versions: read 6 and 8 (writing 8 and 9: test_write_versions.py) ----------------------------------------------------------
 
 
 def test_unknown_versions_are_refused_for_reading():
@@ -387,43 +387,6 @@ def test_unknown_versions_are_refused_for_reading():
     TableConfig({"hoodie.table.version": "8", "hoodie.table.type": "MERGE_ON_READ"}).check_supported("t")
 
 
-def test_writing_into_a_v8_table_is_refused(hudi_table_copy):
-    path = hudi_table_copy(V8)
-    before = sorted(str(p.relative_to(path)) for p in path.rglob("*"))
-    settings = {"hoodie.table.name": V8, "hoodie.table.recordkey.fields": "uuid"}
-    with pytest.raises(UnsupportedTable, match="table version 8 cannot be written"):
-        HudiTable.open_or_create(str(path), settings)
-    with pytest.raises(UnsupportedTable, match="version 8"):
-        TableConfig.load(HudiTable.open(str(path)).storage).check_supported(str(path), write=True)
-    assert sorted(str(p.relative_to(path)) for p in path.rglob("*")) == before
-    # Reading it is still fine.
-    assert read_snapshot(HudiTable.open(str(path))).num_rows == 6
-
-
 def table_files(path: Path) -> list[str]:
     """Every file of the table but the writer lock's (`.hoodie/.aux/ingest`, which Hudi ignores)."""
     return sorted(str(p.relative_to(path)) for p in path.rglob("*") if ".aux" not in p.relative_to(path).parts)
-
-
-def test_the_batch_writer_refuses_a_v8_table(hudi_table_copy):
-    from ingest.write.batch import LocalWriter
-    from ingest.write.options import IndexOptions, IndexType, WriteOptions
-
-    path = hudi_table_copy(V8)
-    before = table_files(path)
-    options = WriteOptions(
-        table_path=str(path),
-        table_name=V8,
-        hudi={
-            "hoodie.datasource.write.recordkey.field": "uuid",
-            "hoodie.datasource.write.partitionpath.field": "city",
-            "hoodie.datasource.write.precombine.field": "ts",
-            "hoodie.datasource.write.hive_style_partitioning": "true",
-        },
-        index=IndexOptions(type=IndexType("key")),
-    )
-    data = pa.table({"ts": pa.array([1], pa.int64()), "uuid": ["u"], "rider": ["r"], "driver": ["d"],
-                     "fare": [1.0], "city": ["chennai"]})
-    with pytest.raises(UnsupportedTable, match="table version 8 cannot be written"):
-        LocalWriter(options).write(data)
-    assert table_files(path) == before

@@ -39,7 +39,7 @@ from ingest.hudi.commit_metadata import decode_metadata
 from ingest.hudi.file_system_view import list_partitions
 from ingest.hudi.instant import WRITE_ACTIONS, Action, Instant, format_instant
 from ingest.hudi.table import HudiTable
-from ingest.hudi.timeline import Timeline, instant_path, read_instant
+from ingest.hudi.timeline import Timeline, read_instant
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ def completion_time(table: HudiTable, timeline: Timeline, instant: Instant) -> s
     0.x timeline reads it (`HoodieInstant(FileStatus)`)."""
     if instant.completion_time:
         return instant.completion_time
-    modified = table.storage.modified(instant_path(instant))
+    modified = table.storage.modified(timeline.layout.path(instant))
     return format_instant(datetime.fromtimestamp(modified, timezone.utc), timeline.zone)
 
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ingest.hudi.table_config import WRITABLE_VERSIONS
+from ingest.hudi.table_version import WRITABLE_VERSIONS, TableVersion
 
-# Table versions ingest writes, as text: decided in one place, `ingest.hudi.table_config`.
+# Table versions ingest writes (`ingest.hudi.table_version` decides), as configuration values.
 WRITABLE_TABLE_VERSIONS: tuple[str, ...] = tuple(str(v) for v in WRITABLE_VERSIONS)
 
 
@@ -39,14 +39,14 @@ def _refused(source: str, instead: str, *allowed: str) -> Refused:
 
 
 # Timeline layout 1 goes with table version 6, layout 2 with versions 8 and 9.
-_LAYOUTS = ("1",) + (("2",) if any(int(v) >= 8 for v in WRITABLE_TABLE_VERSIONS) else ())
-_VERSION = f"ingest writes table version {' or '.join(WRITABLE_TABLE_VERSIONS)} (Hudi 0.14/0.15)"
+_LAYOUTS = tuple(sorted({str(TableVersion.of(v).timeline_layout) for v in WRITABLE_VERSIONS}))
+_VERSION = ("ingest writes table version " + ", ".join(
+    f"{v} ({TableVersion.of(v).hudi_releases})" for v in WRITABLE_VERSIONS) + "; an existing table keeps its own")
 
 REFUSED: Mapping[str, Refused] = {
     # -- HoodieWriteConfig ------------------------------------------------------------------------
-    "hoodie.write.table.version": _refused("HoodieWriteConfig", _VERSION, *WRITABLE_TABLE_VERSIONS),
-    "hoodie.write.auto.upgrade": _refused("HoodieWriteConfig", "ingest never upgrades a table; it refuses other "
-                                          "versions", "false"),
+    "hoodie.write.auto.upgrade": _refused("HoodieWriteConfig", "ingest never upgrades a table; it writes each "
+                                          "table at its own version", "false"),
     "hoodie.avro.schema": _refused("HoodieWriteConfig", "the written schema is the source's: source.schema or "
                                    "source.schema_file"),
     "hoodie.write.concurrency.mode": _refused("HoodieWriteConfig", "one writer at a time, holding ingest's lease "

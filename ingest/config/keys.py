@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from ingest.config.hudi_keys import WRITABLE_TABLE_VERSIONS
 from ingest.config.hudi_keys import irrelevant_table as _irrelevant_table
 from ingest.config.hudi_keys import reference_table as _refused_table
 
@@ -195,6 +196,10 @@ KEYS: tuple[Key, ...] = (
     Key("hudi.hoodie.datasource.write.keygenerator.consistent.logical.timestamp.enabled", Type.BOOLEAN,
         "Render timestamp key and partition values as `yyyy-MM-dd HH:mm:ss.S` rather than epoch numbers "
         "(set it for tables keyed or partitioned by a timestamp).", default=False),
+    Key("hudi.hoodie.write.table.version", Type.CHOICE, "Table version of a table ingest creates: 6 (Hudi "
+        "0.14/0.15; every Hudi reader since 0.14 reads it), 8 (Hudi 1.0) or 9 (Hudi 1.1/1.2). An existing table is "
+        "written at its own version, never upgraded. Compaction, cleaning and archival run at version 6 only.",
+        default="6", choices=WRITABLE_TABLE_VERSIONS),
     Key("hudi.hoodie.write.complex.keygen.new.encoding", Type.BOOLEAN, "COMPLEX key generator with one key "
         "field: keys `field:value` (false, as Hudi 0.14.0, 0.14.2+, 0.15.1+ and 1.x write them) or the bare "
         "value (true, as Hudi 0.14.1 and 0.15.0 wrote them). Recorded in hoodie.properties; an existing "

@@ -5,10 +5,12 @@ readers take the files a commit touched from `partitionToWriteStats`, so both mu
 layout follows Hudi's Jackson `DefaultPrettyPrinter` output byte for byte (`"key" : value`, two-space
 indent, arrays inline as `[ a, b ]`), field order included.
 
-Table version 8 (timeline layout 2) stores the same metadata as an Avro object container file of
-Hudi's `HoodieCommitMetadata` (or `HoodieReplaceCommitMetadata`) record, whose field names are the
+Table versions 8 and 9 (timeline layout 2) store the same metadata as an Avro object container file
+of Hudi's `HoodieCommitMetadata` (or `HoodieReplaceCommitMetadata`) record, whose field names are the
 JSON keys; instants carried over from 0.x stay JSON (`CommitMetadataSerDeV2`). `decode_metadata`
-reads both.
+reads both; `CommitMetadata.encode` writes the one the table version asks for. Hudi 1.x fills the
+Avro record from its Java object (`MetadataConversionUtils.convertCommitMetadataToAvro`), so fields
+the object lacks (`version`) are null and its primitive counters absent from the JSON are 0.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import fastavro
+
+from ingest.hudi import avro_models
+from ingest.hudi.table_version import TableVersion
 
 AVRO_MAGIC = b"Obj\x01"  # an Avro object container file; JSON never starts with it
 NULL_COMMIT = "null"  # Hudi writes the string "null" as prevCommit of a new file group
@@ -185,6 +190,22 @@ class CommitMetadata:
 
     def to_bytes(self) -> bytes:
         return jackson_dumps(self.to_json()).encode("utf-8")
+
+    def to_avro_bytes(self) -> bytes:
+        """The metadata as a `HoodieCommitMetadata` Avro container (null codec), as 1.x writes it."""
+        fields = [f["name"] for f in avro_models.WRITE_STAT["fields"]]
+        zeros = {"totalLogReadTimeMs": 0, "numUpdates": 0}
+        record = self.to_json()
+        record["partitionToWriteStats"] = {
+            p: [{f: s.get(f, zeros.get(f)) for f in fields} for s in stats]
+            for p, stats in record["partitionToWriteStats"].items()
+        }
+        record["version"] = None
+        return avro_models.serialize(avro_models.COMMIT_METADATA, record)
+
+    def encode(self, version: TableVersion) -> bytes:
+        """The bytes of an inflight or completed commit file at `version`."""
+        return self.to_avro_bytes() if version.avro_commit_metadata else self.to_bytes()
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> CommitMetadata:

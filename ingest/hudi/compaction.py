@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ingest.errors import ConcurrentWriterError, TimelineError
+from ingest.errors import ConcurrentWriterError, TimelineError, UnsupportedTable
 from ingest.faults import crash_point
 from ingest.hudi import avro_models, markers, rollback
 from ingest.hudi import schema as avro
@@ -77,8 +77,17 @@ _PENDING_WRITES = (Action.DELTA_COMMIT, Action.COMMIT, Action.REPLACE_COMMIT, Ac
 
 
 def check_writable(table: HudiTable) -> None:
-    """Table services write what the writer writes: `TableConfig.check_writable` decides."""
-    table.config.check_writable(table.base_url)
+    """Table services write what writers write (Merge-On-Read), and only at the versions whose plans and
+    metadata ingest writes (`TableVersion.services`: 6; not yet 8 and 9, whose plans, LSM history and
+    completion-time slicing they would need): a table opened for reading may be one they must not touch."""
+    table.config.check_supported(table.base_url, write=True)
+    if not table.version.services:
+        raise UnsupportedTable(services_refusal(table))
+
+
+def services_refusal(table: HudiTable) -> str:
+    return (f"{table.base_url}: table version {table.version.number}: ingest does not run compaction, cleaning "
+            "or archival at this version (only at version 6); run them with Hudi")
 
 
 # -- the plan -------------------------------------------------------------------------------------

@@ -19,6 +19,12 @@ token of its own). Then, in `finishRollback`'s order: the failed instant's timel
 the completed `<r>.rollback` (`HoodieRollbackMetadata`) is written, and the markers are deleted. A
 crash anywhere leaves either the failed instant (rolled back again) or a pending rollback (finished
 from its plan; a command block already appended is not appended twice).
+
+Table versions 8 and 9 (`TableVersion.rollback_appends_command_blocks` false): every log file a
+deltacommit wrote is named with its instant, so its rollback deletes files and appends nothing (Hudi
+1.x's `MarkerBasedRollbackStrategy`); plan and metadata are the same Avro records
+(`HoodieRollbackPlan`, `HoodieRollbackMetadata`), in the layout-2 timeline, the completed rollback
+named with its completion time.
 """
 
 from __future__ import annotations
@@ -37,7 +43,8 @@ from ingest.hudi.file_system_view import FileSlice, FileSystemView, list_partiti
 from ingest.hudi.instant import Action, Instant, State
 from ingest.hudi.log_reader import iter_log_blocks
 from ingest.hudi.log_writer import append_log_blocks, create_log_file, rollback_block
-from ingest.hudi.timeline import Timeline, instant_path, read_instant, remove_pending
+from ingest.hudi.timeline import Timeline, complete, read_instant, remove_pending
+from ingest.hudi.timeline_layout import LAYOUT_1, TimelineLayout
 from ingest.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -92,10 +99,12 @@ def _from_marker(storage: Storage, failed: str, marker: markers.Marker) -> Rollb
         # Left by ingest before its own files stopped getting markers; never a Hudi data file.
         log.warning("ignoring marker of %s in the rollback of %s: not a base or log file", path, failed)
         return None
+    if marker.io_type is markers.IOType.CREATE and LogFileName.parse(marker.file_name) is not None:
+        return _delete_request(marker.partition_path, path)  # table version 8+: a log file it created
     if marker.io_type is not markers.IOType.APPEND:
         base = BaseFileName.parse(marker.file_name)
         if base is None:
-            raise ValueError(f"{marker.io_type.value} marker of {path}: only base files are created or merged")
+            raise ValueError(f"{marker.io_type.value} marker of {path}: only base and log files are created")
         return _delete_request(marker.partition_path, path, base.file_id, base.instant)
     name = LogFileName.parse(marker.file_name)
     if name is None:
@@ -157,9 +166,9 @@ def _by_listing(storage: Storage, timeline: Timeline, failed: Instant) -> list[R
     base_only = failed.action is Action.COMPACTION
     requests = [_delete_request(p, path) for p in partitions for path in files_of_instant(
         storage, p, failed.timestamp, base_only)]
-    if failed.action is not Action.DELTA_COMMIT:
+    if failed.action is not Action.DELTA_COMMIT or not timeline.version.rollback_appends_command_blocks:
         return requests
-    metadata = CommitMetadata.from_bytes(read_instant(storage, failed))
+    metadata = CommitMetadata.from_bytes(read_instant(storage, failed, timeline.layout))
     view = FileSystemView.load(storage, timeline, list(metadata.partition_to_write_stats))
     for partition, stats in metadata.partition_to_write_stats.items():
         for stat in stats:
@@ -258,13 +267,13 @@ def rollback(storage: Storage, timeline: Timeline, failed_ts: str, rollback_ts: 
         "version": 1,
     }
     requested = Instant(rollback_ts, Action.ROLLBACK, State.REQUESTED)
-    storage.write(instant_path(requested), avro_models.serialize(avro_models.ROLLBACK_PLAN, plan))
-    return _finish(storage, requested, failed, requests, started)
+    storage.write(timeline.layout.path(requested), avro_models.serialize(avro_models.ROLLBACK_PLAN, plan))
+    return _finish(storage, timeline, requested, failed, requests, started)
 
 
-def target_of(storage: Storage, pending_rollback: Instant) -> Instant:
+def target_of(storage: Storage, pending_rollback: Instant, layout: TimelineLayout = LAYOUT_1) -> Instant:
     """The instant a pending rollback rolls back, from its plan."""
-    plan = avro_models.deserialize(read_instant(storage, pending_rollback.to(State.REQUESTED)))
+    plan = avro_models.deserialize(read_instant(storage, pending_rollback.to(State.REQUESTED), layout))
     target = plan["instantToRollback"]
     return Instant(target["commitTime"], Action(target["action"]), State.INFLIGHT)
 
@@ -273,16 +282,17 @@ def resume(storage: Storage, timeline: Timeline, pending_rollback: Instant) -> I
     """Finish a rollback that a crash interrupted, from its recorded plan."""
     started = time.monotonic()
     requested = pending_rollback.to(State.REQUESTED)
-    plan = avro_models.deserialize(read_instant(storage, requested))
+    plan = avro_models.deserialize(read_instant(storage, requested, timeline.layout))
     requests = [RollbackRequest.from_avro(storage, r) for r in plan.get("RollbackRequests") or []]
-    return _finish(storage, requested, target_of(storage, pending_rollback), requests, started)
+    target = target_of(storage, pending_rollback, timeline.layout)
+    return _finish(storage, timeline, requested, target, requests, started)
 
 
-def _finish(storage: Storage, requested: Instant, failed: Instant, requests: list[RollbackRequest],
-            started: float) -> Instant:
+def _finish(storage: Storage, timeline: Timeline, requested: Instant, failed: Instant,
+            requests: list[RollbackRequest], started: float) -> Instant:
     inflight = requested.to(State.INFLIGHT)
-    if not storage.exists(instant_path(inflight)):
-        storage.write(instant_path(inflight), b"")
+    if not storage.exists(timeline.layout.path(inflight)):
+        storage.write(timeline.layout.path(inflight), b"")
     partitions = _execute(storage, requested.timestamp, failed, requests)
     metadata = {
         "startRollbackTime": requested.timestamp,
@@ -295,10 +305,10 @@ def _finish(storage: Storage, requested: Instant, failed: Instant, requests: lis
     }
     # BaseRollbackActionExecutor.finishRollback: the failed instant leaves the timeline first, then
     # the rollback completes; the markers go last (runRollback).
-    remove_pending(storage, Timeline.load(storage), failed.timestamp)
+    remove_pending(storage, timeline.reload(storage), failed.timestamp)
     crash_point("before_rollback_complete")
-    done = requested.to(State.COMPLETED)
-    storage.write(instant_path(done), avro_models.serialize(avro_models.ROLLBACK_METADATA, metadata))
+    done = complete(storage, inflight, avro_models.serialize(avro_models.ROLLBACK_METADATA, metadata),
+                    timeline=timeline)
     markers.delete_all(storage, failed.timestamp)
     heartbeat.delete(storage, failed.timestamp)  # a rolled-back instant has no writer left
     return done

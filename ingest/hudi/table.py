@@ -4,8 +4,9 @@ This is the handle that readers, writers, table services and CLI commands open. 
 file listing of its own: `timeline()` and `view()` take fresh snapshots, so every caller decides
 explicitly which snapshot its decisions are made against.
 
-Tables of version 6, 8 and 9, Merge-On-Read or Copy-On-Write, open for reading (`open`); only version-6
-Merge-On-Read tables open for writing (`open_or_create`).
+Tables of version 6, 8 and 9, Merge-On-Read or Copy-On-Write, open for reading (`open`); Merge-On-Read
+tables of those versions open for writing (`open_or_create`), each at its own version: a new table is
+created at the version asked for, an existing one is never upgraded.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ingest.hudi.commit_metadata import CommitMetadata, decode_metadata
 from ingest.hudi.file_system_view import FileSystemView
 from ingest.hudi.instant import Action, Instant
 from ingest.hudi.table_config import PROPERTIES_PATH, TableConfig, TableConfigKey
+from ingest.hudi.table_version import DEFAULT_WRITE_VERSION, TableVersion
 from ingest.hudi.timeline import AUX_FOLDER, METAFOLDER, TEMP_FOLDER, Timeline, read_instant
 from ingest.hudi.timeline_layout import TimelineLayout
 from ingest.storage import Storage
@@ -52,14 +54,19 @@ class HudiTable:
         settings: Mapping[str, str],
         schema: avro.AvroSchema | None = None,
         storage_options: Mapping[str, Any] | None = None,
+        version: TableVersion = DEFAULT_WRITE_VERSION,
     ) -> HudiTable:
         """Create the table's `.hoodie` folder and properties (fails if a table is already there)."""
         storage = Storage(url, storage_options)
         given = dict(settings)
         if schema is not None:
             given[TableConfigKey.CREATE_SCHEMA.key] = avro.to_json(avro.without_meta_fields(schema))
-        config = TableConfig.build(given)
-        for folder in (METAFOLDER, f"{METAFOLDER}/archived", AUX_FOLDER, TEMP_FOLDER):
+        config = TableConfig.build(given, version)
+        layout = TimelineLayout.of(config)
+        # Layout 2: the timeline folder and its LSM history folder, as `HoodieTableMetaClient.initTableAndGetMetaClient`.
+        folders = (layout.folder, f"{layout.folder}/{config.raw(TableConfigKey.TIMELINE_HISTORY_PATH)}") \
+            if version.has_completion_times else (f"{METAFOLDER}/archived",)
+        for folder in (METAFOLDER, *folders, AUX_FOLDER, TEMP_FOLDER):
             storage.makedirs(folder)
         if not storage.create(PROPERTIES_PATH, config.to_bytes()):
             raise TableConfigConflict(url, [("hoodie.properties", "exists", "new table")])
@@ -72,8 +79,10 @@ class HudiTable:
         settings: Mapping[str, str],
         schema: avro.AvroSchema | None = None,
         storage_options: Mapping[str, Any] | None = None,
+        version: TableVersion = DEFAULT_WRITE_VERSION,
     ) -> HudiTable:
-        """Open the table for writing, checking the given settings agree with it; create it if absent.
+        """Open the table for writing, checking the given settings agree with it; create it at `version`
+        if absent (an existing table keeps its own version).
 
         Absent means no `.hoodie` folder, or one with no file in it: a `.hoodie` holding a timeline but
         neither `hoodie.properties` nor its backup raises instead (`properties_file.fetch`)."""
@@ -81,7 +90,7 @@ class HudiTable:
             table = cls.open(url, storage_options)
         except TableNotFound:
             try:
-                return cls.create(url, settings, schema, storage_options)
+                return cls.create(url, settings, schema, storage_options, version)
             except TableConfigConflict:
                 table = cls.open(url, storage_options)  # created concurrently: validate below
         table.config.check_supported(url, write=True)
@@ -99,11 +108,15 @@ class HudiTable:
         return self.storage.base_url
 
     @property
+    def version(self) -> TableVersion:
+        return self.config.table_version
+
+    @property
     def layout(self) -> TimelineLayout:
         return TimelineLayout.of(self.config)
 
     def timeline(self) -> Timeline:
-        return Timeline.load(self.storage, self.layout, self.config.timeline_zone)
+        return Timeline.load(self.storage, self.layout, self.config.timeline_zone, self.version)
 
     def view(self, timeline: Timeline | None = None, as_of: str | None = None) -> FileSystemView:
         """The file groups, less those replaced (as of `as_of`: a later replace does not hide a group)."""

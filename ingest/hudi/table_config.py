@@ -21,17 +21,18 @@ from ingest.errors import TableConfigConflict, UnsupportedTable
 from ingest.hudi import properties_file
 from ingest.hudi.instant import TIMELINE_ZONES, UTC
 from ingest.hudi.properties_file import PROPERTIES_PATH, checksum
+from ingest.hudi.table_version import (
+    DEFAULT_WRITE_VERSION,
+    READABLE_VERSIONS,
+    WRITABLE_VERSIONS,
+    TableVersion,
+)
 from ingest.storage import Storage
 
 __all__ = ["PROPERTIES_PATH", "checksum", "TableConfig", "TableConfigKey"]
-TABLE_VERSION = 6  # the version this library writes
-# Versions this library reads: 6 (Hudi 0.14/0.15), 8 (Hudi 1.0: timeline layout 2, completion times)
-# and 9 (Hudi 1.1: the same layout; ordering fields and merge mode in hoodie.properties).
-READABLE_VERSIONS = (6, 8, 9)
+TABLE_VERSION = DEFAULT_WRITE_VERSION.number  # the version new tables get unless told otherwise
 WRITTEN_TABLE_TYPE = "MERGE_ON_READ"
 READABLE_TABLE_TYPES = ("MERGE_ON_READ", "COPY_ON_WRITE")
-# Versions this library writes into (see `writes_version`, the one place that decides it).
-WRITABLE_VERSIONS = (TABLE_VERSION,)
 
 
 def writes_version(version: int) -> bool:
@@ -109,6 +110,17 @@ class TableConfigKey(Enum):
     RECORD_MERGE_STRATEGY_ID = ConfigKey(
         "hoodie.record.merge.strategy.id", None, str, "Table version 8: id of the record merger strategy."
     )
+    INITIAL_VERSION = ConfigKey("hoodie.table.initial.version", None, int, "The version the table was created at.")
+    TIMELINE_HISTORY_PATH = ConfigKey(
+        "hoodie.timeline.history.path", "history", str, "Timeline layout 2: folder of the LSM history."
+    )
+    KEY_GENERATOR_TYPE = ConfigKey("hoodie.table.keygenerator.type", doc="Table version 8: the key generator type.")
+    PARTIAL_UPDATE_MODE = ConfigKey(
+        "hoodie.table.partial.update.mode", "NONE", str, "Table version 9: how partial records merge (NONE: they are not)."
+    )
+    LEGACY_PAYLOAD_CLASS = ConfigKey(
+        "hoodie.table.legacy.payload.class", doc="Table version 9: the payload class a merge mode replaced."
+    )
     TIMELINE_PATH = ConfigKey(
         "hoodie.timeline.path", "timeline", str, "Timeline layout 2: folder of the instant files under .hoodie."
     )
@@ -169,6 +181,10 @@ class TableConfig:
         return self.get(TableConfigKey.VERSION)
 
     @property
+    def table_version(self) -> TableVersion:
+        return TableVersion.of(self.version)
+
+    @property
     def record_key_fields(self) -> tuple[str, ...]:
         return self.get(TableConfigKey.RECORD_KEY_FIELDS) or ()
 
@@ -179,7 +195,7 @@ class TableConfig:
     @property
     def precombine_field(self) -> str | None:
         """The ordering field; from version 8 on, Hudi 1.1's `hoodie.table.ordering.fields` is read too."""
-        if self.version >= 8:
+        if self.table_version.merge_mode_in_properties:
             fields = self._ordering_fields()
             return fields[0] if fields else None
         value = self.get(TableConfigKey.PRECOMBINE_FIELD)
@@ -196,7 +212,7 @@ class TableConfig:
     @property
     def event_time_ordering(self) -> bool:
         """True when the larger ordering value wins across commits (else the latest commit wins)."""
-        if self.version >= 8:
+        if self.table_version.merge_mode_in_properties:
             mode = self.record_merge_mode
             if mode is RecordMergeMode.CUSTOM:
                 # Payload-based: the payload class decides, as in version 6.
@@ -273,7 +289,7 @@ class TableConfig:
 
         Reading: versions 6, 8 and 9, Merge-On-Read and Copy-On-Write (a Copy-On-Write table is a
         Merge-On-Read table whose slices never have log files), parquet base files, Hudi's own table
-        format.
+        format. Writing: versions 6, 8 and 9 (`table_version.WRITABLE_VERSIONS`), Merge-On-Read only.
         """
         if write:
             self.check_writable(where)
@@ -291,7 +307,7 @@ class TableConfig:
             value = self.get(key)
             if value.upper() != supported.upper():
                 raise UnsupportedTable(f"{where}: {key.key}={value} (only {supported} is read)")
-        if version >= 8:
+        if TableVersion.of(version).merge_mode_in_properties:
             self._check_readable_merge(where)
 
     def check_writable(self, where: str) -> None:
@@ -306,6 +322,12 @@ class TableConfig:
                 f"{', '.join(map(str, READABLE_VERSIONS))})"
             )
         self._check_table_type(where)
+        partial = self.get(TableConfigKey.PARTIAL_UPDATE_MODE)
+        if partial.upper() != "NONE":
+            # `HoodieTableConfig.PARTIAL_UPDATE_MODE`: with IGNORE_DEFAULTS or FILL_UNAVAILABLE, Hudi's readers
+            # would merge the full records ingest writes as partial ones.
+            raise UnsupportedTable(f"{where}: {TableConfigKey.PARTIAL_UPDATE_MODE.key}={partial} cannot be written "
+                                   "(ingest writes whole records: NONE)")
         if not self.get(TableConfigKey.POPULATE_META_FIELDS):
             raise UnsupportedTable(f"{where}: {TableConfigKey.POPULATE_META_FIELDS.key}="
                                    f"{self.raw(TableConfigKey.POPULATE_META_FIELDS)}: ingest writes tables with "
@@ -342,28 +364,41 @@ class TableConfig:
         return TableConfig(merged)
 
     @classmethod
-    def build(cls, settings: Mapping[str, str]) -> TableConfig:
-        """A new table's properties: the given settings over the defaults tables we write always carry."""
+    def build(cls, settings: Mapping[str, str], version: TableVersion = DEFAULT_WRITE_VERSION) -> TableConfig:
+        """A new table's properties at `version`: the given settings over the defaults tables we write
+        always carry, with the merge rule in the keys that version reads it from (as Hudi 1.x's
+        `HoodieTableMetaClient.TableBuilder` records it; see the v8 and v9 fixtures)."""
         base = {
             TableConfigKey.TABLE_TYPE.key: "MERGE_ON_READ",
-            TableConfigKey.VERSION.key: str(TABLE_VERSION),
-            TableConfigKey.TIMELINE_LAYOUT_VERSION.key: "1",
+            TableConfigKey.VERSION.key: str(version.number),
+            TableConfigKey.TIMELINE_LAYOUT_VERSION.key: str(version.timeline_layout),
             TableConfigKey.DATABASE_NAME.key: "default",
             TableConfigKey.ARCHIVELOG_FOLDER.key: "archived",
             TableConfigKey.HIVE_STYLE_PARTITIONING.key: "false",
             TableConfigKey.URL_ENCODE_PARTITIONING.key: "false",
             TableConfigKey.DROP_PARTITION_COLUMNS.key: "false",
+            # Version 6's merger strategy key; from 8 on the merge mode and strategy id say it.
             TableConfigKey.RECORD_MERGER_STRATEGY.key: DEFAULT_MERGER_STRATEGY,
             TableConfigKey.TIMELINE_TIMEZONE.key: UTC,  # explicit: Hudi reads an absent zone as LOCAL
             # No metadata table, as a Hudi writer with hoodie.metadata.enable=false leaves the key.
             TableConfigKey.METADATA_PARTITIONS.key: "",
         }
+        if version.merge_mode_in_properties:
+            del base[TableConfigKey.RECORD_MERGER_STRATEGY.key]
+        if version.has_completion_times:
+            base[TableConfigKey.INITIAL_VERSION.key] = str(version.number)
+            base[TableConfigKey.TIMELINE_PATH.key] = TableConfigKey.TIMELINE_PATH.value.default
+            base[TableConfigKey.TIMELINE_HISTORY_PATH.key] = TableConfigKey.TIMELINE_HISTORY_PATH.value.default
         base.update({k: v for k, v in settings.items() if v is not None})
+        ordering = base.get(TableConfigKey.PRECOMBINE_FIELD.key)
         if TableConfigKey.PAYLOAD_CLASS.key not in base:
-            has_ordering = bool(base.get(TableConfigKey.PRECOMBINE_FIELD.key))
-            base[TableConfigKey.PAYLOAD_CLASS.key] = DEFAULT_PAYLOAD if has_ordering else OVERWRITE_WITH_LATEST_PAYLOAD
+            base[TableConfigKey.PAYLOAD_CLASS.key] = DEFAULT_PAYLOAD if ordering else OVERWRITE_WITH_LATEST_PAYLOAD
+        if version.merge_mode_in_properties:
+            _merge_properties(base, version)
         if not base.get(TableConfigKey.NAME.key):
             raise ValueError(f"{TableConfigKey.NAME.key} is required to create a table")
+        if version.table_format_key:
+            base.setdefault(TableConfigKey.TABLE_FORMAT.key, TableConfigKey.TABLE_FORMAT.value.default)
         return cls({}).with_updates(base)
 
     def conflicts_with(self, given: Mapping[str, str]) -> list[tuple[str, str | None, str | None]]:
@@ -383,6 +418,27 @@ class TableConfig:
         conflicts = self.conflicts_with(given)
         if conflicts:
             raise TableConfigConflict(table_path, conflicts)
+
+
+def _merge_properties(props: dict[str, str], version: TableVersion) -> None:
+    """Versions 8 and 9: the merge mode the payload class implies (`inferMergingConfigsForPreV9Table`),
+    with its strategy id at 8; at 9 the ordering field moves to `hoodie.table.ordering.fields` and the
+    payload class goes (`EightToNineUpgradeHandler.reconcileOrderingFieldsConfig`, `reconcilePayloadClassConfig`:
+    a built-in payload is wholly described by the merge mode)."""
+    ordering = props.get(TableConfigKey.PRECOMBINE_FIELD.key)
+    payload = props[TableConfigKey.PAYLOAD_CLASS.key]
+    if payload not in (DEFAULT_PAYLOAD, OVERWRITE_WITH_LATEST_PAYLOAD, "org.apache.hudi.common.model.EventTimeAvroPayload"):
+        raise UnsupportedTable(f"payload class {payload} has no merge mode to write at table version {version.number}")
+    event_time = bool(ordering) and payload in EVENT_TIME_PAYLOADS
+    mode = RecordMergeMode.EVENT_TIME_ORDERING if event_time else RecordMergeMode.COMMIT_TIME_ORDERING
+    props[TableConfigKey.RECORD_MERGE_MODE.key] = mode.value
+    if version.ordering_fields_key:
+        props.pop(TableConfigKey.PAYLOAD_CLASS.key)
+        if ordering:
+            props[TableConfigKey.ORDERING_FIELDS.key] = props.pop(TableConfigKey.PRECOMBINE_FIELD.key)
+    else:
+        props[TableConfigKey.RECORD_MERGE_STRATEGY_ID.key] = (
+            EVENT_TIME_MERGE_STRATEGY if event_time else COMMIT_TIME_MERGE_STRATEGY)
 
 
 def _now_iso() -> str:

@@ -6,8 +6,10 @@ snapshot. Transitions write files through `Storage`: requested and inflight file
 the completed file is written once and atomically, and its presence is what makes an instant
 complete for every reader.
 
-Reading follows the table's `TimelineLayout` (version 6 or 8); transitions write layout 1 only, as
-this library writes version 6 only.
+Reading and transitions follow the table's `TimelineLayout`: layout 1 (version 6), or layout 2
+(versions 8 and 9), where the completed file also names the instant's completion time, taken when
+it completes, as `ActiveTimelineV2.transitionStateToComplete` (`createCompleteFileInMetaPath`) takes a
+new instant time.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field
 
 from ingest.errors import TimelineError
 from ingest.hudi.instant import UTC, WRITE_ACTIONS, Action, Instant, InstantTimeGenerator, State
+from ingest.hudi.table_version import DEFAULT_WRITE_VERSION, TableVersion
 from ingest.hudi.timeline_layout import LAYOUT_1, METAFOLDER, TimelineLayout
 from ingest.storage import Storage
 
@@ -65,14 +68,21 @@ class Timeline:
     files: frozenset[str] = field(default=frozenset(), repr=False)
     layout: TimelineLayout = LAYOUT_1
     zone: str = UTC
+    version: TableVersion = DEFAULT_WRITE_VERSION
 
     @classmethod
-    def load(cls, storage: Storage, layout: TimelineLayout = LAYOUT_1, zone: str = UTC) -> Timeline:
+    def load(cls, storage: Storage, layout: TimelineLayout = LAYOUT_1, zone: str = UTC,
+             version: TableVersion = DEFAULT_WRITE_VERSION) -> Timeline:
         names = [e.name for e in storage.list(layout.folder) if not e.is_dir]
-        return cls.from_file_names(names, layout, zone)
+        return cls.from_file_names(names, layout, zone, version)
+
+    def reload(self, storage: Storage) -> Timeline:
+        """A fresh snapshot of the same table's timeline."""
+        return Timeline.load(storage, self.layout, self.zone, self.version)
 
     @classmethod
-    def from_file_names(cls, names: Iterable[str], layout: TimelineLayout = LAYOUT_1, zone: str = UTC) -> Timeline:
+    def from_file_names(cls, names: Iterable[str], layout: TimelineLayout = LAYOUT_1, zone: str = UTC,
+                        version: TableVersion = DEFAULT_WRITE_VERSION) -> Timeline:
         by_ts: dict[str, list[Instant]] = {}
         files = set()
         for name in names:
@@ -91,7 +101,7 @@ class Timeline:
             action = pending_actions[0] if pending_actions else found[0].action
             completion = next((i.completion_time for i in found if i.is_completed), None)
             merged.append(Instant(ts, action, state, completion))
-        return cls(tuple(merged), frozenset(files), layout, zone)
+        return cls(tuple(merged), frozenset(files), layout, zone, version)
 
     # -- queries --------------------------------------------------------------------------------
 
@@ -178,27 +188,32 @@ def read_instant(storage: Storage, instant: Instant, layout: TimelineLayout = LA
         raise TimelineError(f"instant file {path} is missing") from e
 
 
-def request(storage: Storage, timestamp: str, action: Action, content: bytes = b"") -> Instant:
+def request(storage: Storage, timestamp: str, action: Action, content: bytes = b"",
+            layout: TimelineLayout = LAYOUT_1) -> Instant:
     instant = Instant(timestamp, action, State.REQUESTED)
-    storage.write(instant_path(instant), content)
+    storage.write(layout.path(instant), content)
     return instant
 
 
-def start(storage: Storage, instant: Instant, content: bytes = b"") -> Instant:
+def start(storage: Storage, instant: Instant, content: bytes = b"", layout: TimelineLayout = LAYOUT_1) -> Instant:
     """Move a requested instant to inflight (the requested file stays, as in Hudi)."""
     if instant.state is not State.REQUESTED:
         raise TimelineError(f"cannot start {instant.file_name}: it is {instant.state.value}")
     inflight = instant.to(State.INFLIGHT)
-    storage.write(instant_path(inflight), content)
+    storage.write(layout.path(inflight), content)
     return inflight
 
 
-def complete(storage: Storage, instant: Instant, content: bytes, *, crash_point: str | None = None) -> Instant:
-    """Write the completed file: one atomic write that makes the instant visible to readers."""
+def complete(storage: Storage, instant: Instant, content: bytes, *, crash_point: str | None = None,
+             timeline: Timeline | None = None) -> Instant:
+    """Write the completed file: one atomic write that makes the instant visible to readers. On a
+    layout-2 `timeline` the file is named with a completion time after every instant on it."""
     if instant.state is not State.INFLIGHT:
         raise TimelineError(f"cannot complete {instant.file_name}: it is {instant.state.value}")
-    done = instant.to(State.COMPLETED)
-    storage.write(instant_path(done), content, crash_point=crash_point)
+    layout = timeline.layout if timeline is not None else LAYOUT_1
+    completion = timeline.new_instant_time() if layout.has_completion_times else None
+    done = Instant(instant.timestamp, instant.action, State.COMPLETED, completion)
+    storage.write(layout.path(done), content, crash_point=crash_point)
     return done
 
 
@@ -210,4 +225,4 @@ def remove_pending(storage: Storage, timeline: Timeline, timestamp: str) -> None
     # Inflight first, then requested: a crash in between leaves a requested instant, which the next
     # writer rolls back again (a no-op) rather than an inflight one without its request.
     for name in sorted(timeline.files_of(timestamp), key=lambda n: n.endswith(".requested")):
-        storage.delete(f"{METAFOLDER}/{name}")
+        storage.delete(f"{timeline.layout.folder}/{name}")

@@ -46,11 +46,11 @@ class TimelineLayout:
 
     @property
     def has_completion_times(self) -> bool:
-        return self.version >= 2
+        return self.version == 2
 
     def parse(self, file_name: str) -> Instant | None:
         """The instant a timeline file names (with its completion time in layout 2), or None."""
-        if self.version < 2:
+        if not self.has_completion_times:
             return Instant.parse(file_name)
         head, dot, rest = file_name.partition(".")
         requested, underscore, completed = head.partition("_")
@@ -65,7 +65,7 @@ class TimelineLayout:
 
     def file_name(self, instant: Instant) -> str:
         """The name of the file an instant (in its state) is stored as."""
-        if self.version < 2 or not instant.is_completed:
+        if not self.has_completion_times or not instant.is_completed:
             return instant.file_name
         action = _COMPLETED_AS.get(instant.action, instant.action).value
         if instant.completion_time is None:
@@ -80,7 +80,7 @@ class TimelineLayout:
         """The layout a table's config names; without `hoodie.timeline.layout.version`, as its version implies."""
         raw = config.props.get(TableConfigKey.TIMELINE_LAYOUT_VERSION.key)
         try:
-            version = int(raw) if raw else (2 if config.version >= 8 else 1)
+            version = int(raw) if raw else config.table_version.timeline_layout
         except ValueError as e:
             raise UnsupportedTable(f"{TableConfigKey.TIMELINE_LAYOUT_VERSION.key}={raw} is not a number") from e
         if version == 1:

@@ -95,7 +95,8 @@ def open_for_write(options: WriteOptions, arrow_schema: pa.Schema) -> tuple[Hudi
         options = options.for_table(HudiTable.open(options.table_path, options.storage_options).config.props)
     except TableNotFound:
         pass
-    table = HudiTable.open_or_create(options.table_path, options.table_settings(), schema, options.storage_options)
+    table = HudiTable.open_or_create(options.table_path, options.table_settings(), schema, options.storage_options,
+                                     options.table_version)
     options = options.for_table(table.config.props)
     table.config.check_compatible(options.table_path, options.identity_settings())
     return table, options

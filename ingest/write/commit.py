@@ -94,7 +94,7 @@ def roll_back(storage: Storage, timeline: Timeline, failed_ts: str) -> Instant:
 
 def resume_rollback(storage: Storage, timeline: Timeline, pending: Instant) -> Instant:
     """Finish an interrupted rollback, its target's key-index segments first."""
-    ks.discard_instant(storage, rollback.target_of(storage, pending).timestamp)
+    ks.discard_instant(storage, rollback.target_of(storage, pending, timeline.layout).timestamp)
     return rollback.resume(storage, timeline, pending)
 
 
@@ -171,10 +171,12 @@ def begin(
     schema = avro.evolve(current, incoming_schema) if current is not None else incoming_schema
     instant_time = timeline.new_instant_time()
     beat = InstantHeartbeat(table.storage, instant_time, settings).start()
+    layout = table.layout
     try:
-        requested = request(table.storage, instant_time, Action.DELTA_COMMIT)
+        requested = request(table.storage, instant_time, Action.DELTA_COMMIT, layout=layout)
         inflight = start(table.storage, requested, CommitMetadata(
-            operation_type=operation.upper(), extra_metadata={WRITER_KEY: f"ingest {__version__}"}).to_bytes())
+            operation_type=operation.upper(), extra_metadata={WRITER_KEY: f"ingest {__version__}"},
+        ).encode(table.version), layout)
         timeline = table.timeline()
         view = table.view(timeline)
     except BaseException:
@@ -249,7 +251,8 @@ def complete_transaction(
         extra_metadata=extra,
         operation_type=txn.operation,
     )
-    done = complete(storage, txn.instant, metadata.to_bytes(), crash_point="mid_commit")
+    done = complete(storage, txn.instant, metadata.encode(txn.table.version), crash_point="mid_commit",
+                    timeline=txn.timeline)
     markers.delete_all(storage, txn.instant_time)
     release(txn)
     return done

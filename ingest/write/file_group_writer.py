@@ -101,6 +101,7 @@ class WriteContext:
     log_block_max_bytes: int = 256 * 1024 * 1024
     base_file_options: BaseFileOptions = BaseFileOptions()
     completed: Container[str] = frozenset()  # completed write instants when the commit was planned
+    log_marker: markers.IOType = markers.IOType.APPEND  # of a new log file (`TableVersion.log_marker`)
 
     @property
     def schema_json(self) -> str:
@@ -387,7 +388,7 @@ def _write_log(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Table, de
         version = previous.version + 1 if previous else 1
         while True:
             candidate = LogFileName(target.file_id, base_instant, version, task.write_token)
-            markers.create(storage, ctx.instant, target.partition_path, candidate.name, markers.IOType.APPEND)
+            markers.create(storage, ctx.instant, target.partition_path, candidate.name, ctx.log_marker)
             if storage.create(target.path(candidate.name), data):
                 break
             version += 1  # a log file of that version exists (another token): roll to the next

@@ -18,6 +18,7 @@ from ingest.hudi.bucket_index import bucket_index_write_config, hash_fields_from
 from ingest.hudi.heartbeat import HeartbeatSettings
 from ingest.hudi.key_generator import COMPLEX_NEW_ENCODING, KeyGeneratorSpec, complex_key_encoding
 from ingest.hudi.table_config import TableConfigKey
+from ingest.hudi.table_version import DEFAULT_WRITE_VERSION, TableVersion
 from ingest.write.file_group_writer import InsertMode
 
 RECORD_KEY_FIELD = "hoodie.datasource.write.recordkey.field"
@@ -28,6 +29,7 @@ OPERATION = "hoodie.datasource.write.operation"
 TABLE_NAME = "hoodie.table.name"
 DATABASE_NAME = "hoodie.database.name"
 IS_DELETED = "_hoodie_is_deleted"
+WRITE_TABLE_VERSION = "hoodie.write.table.version"
 
 
 class Operation(str, Enum):
@@ -138,6 +140,12 @@ class WriteOptions:
         return self.hudi.get(PRECOMBINE_FIELD) or None
 
     @property
+    def table_version(self) -> TableVersion:
+        """The version a table these options create gets (an existing table keeps its own)."""
+        raw = self.hudi.get(WRITE_TABLE_VERSION)
+        return TableVersion.of(raw) if raw else DEFAULT_WRITE_VERSION
+
+    @property
     def hash_fields(self) -> tuple[str, ...]:
         if self.index.hash_fields:
             return self.index.hash_fields
@@ -150,6 +158,8 @@ class WriteOptions:
             TableConfigKey.DATABASE_NAME.key: self.hudi.get(DATABASE_NAME, "default"),
         }
         settings.update(self.keygen.table_properties())
+        if self.table_version.merge_mode_in_properties:
+            settings[TableConfigKey.KEY_GENERATOR_TYPE.key] = self.keygen.kind.value
         if self.precombine_field:
             settings[TableConfigKey.PRECOMBINE_FIELD.key] = self.precombine_field
         payload = self.hudi.get(PAYLOAD_CLASS) or self.hudi.get(TableConfigKey.PAYLOAD_CLASS.key)

@@ -1,7 +1,8 @@
 """The driver's plan for one commit: small, picklable, sent to every write task.
 
 It says, for this instant, where each existing file group's next log blocks go (its latest slice,
-or the slice a pending compaction opened), which bucket maps to which file group, which instants make
+or the slice a pending compaction opened; from table version 8 on, a new log file named with this
+instant, which the file system view slices by completion time), which bucket maps to which file group, which instants make
 key-index segments visible, and, for indexes that cannot index log files, which small base files take
 new keys (Hudi's `SparkUpsertDeltaCommitPartitioner.getSmallFileCandidates`) and how many records a
 file holds (`UpsertPartitioner.averageBytesPerRecord`). Executors decide nothing the plan does not
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from ingest.errors import ConfigError
-from ingest.hudi import avro_models
+from ingest.hudi import avro_models, markers
 from ingest.hudi import schema as avro
 from ingest.hudi.base_file import BaseFileOptions
 from ingest.hudi.bucket_index import INDEX_TYPE as BUCKET_INDEX_TYPE
@@ -97,7 +98,7 @@ def pending_compaction_groups(txn: Transaction) -> dict[tuple[str, str], str]:
     storage = txn.table.storage
     for instant in txn.timeline.pending(Action.COMPACTION):
         requested = instant.to(State.REQUESTED)
-        plan = avro_models.deserialize(read_instant(storage, requested))
+        plan = avro_models.deserialize(read_instant(storage, requested, txn.timeline.layout))
         for op in plan.get("operations") or []:
             out[(op.get("partitionPath") or "", op["fileId"])] = instant.timestamp
     return out
@@ -139,7 +140,8 @@ def build_plan(txn: Transaction, options: WriteOptions) -> WritePlan:
     storage = txn.table.storage
     config = txn.table.config
     ordering_field = config.precombine_field or options.precombine_field
-    compactions = pending_compaction_groups(txn)
+    by_writer = txn.table.version.log_files_by_writer
+    compactions = {} if by_writer else pending_compaction_groups(txn)
     mismatch = index_type_mismatch(config, txn.view.latest_writer_slices(), options.index.type)
     if mismatch:
         raise ConfigError(f"{txn.table.base_url}: {mismatch}", key=BUCKET_INDEX_TYPE)
@@ -148,7 +150,10 @@ def build_plan(txn: Transaction, options: WriteOptions) -> WritePlan:
     for slice_ in txn.view.latest_writer_slices():
         key = (slice_.partition_path, slice_.file_id)
         pending = compactions.get(key)
-        if pending is not None and slice_.base_instant < pending:
+        if by_writer:
+            # `HoodieAppendHandle` at 8+: the log file, its prevCommit and slice are this instant's own.
+            targets[key] = FileGroupTarget(slice_.partition_path, slice_.file_id, base_instant=txn.instant_time)
+        elif pending is not None and slice_.base_instant < pending:
             # Logs written after a compaction was planned open the compaction's slice.
             targets[key] = FileGroupTarget(slice_.partition_path, slice_.file_id, base_instant=pending)
         else:
@@ -177,6 +182,7 @@ def build_plan(txn: Transaction, options: WriteOptions) -> WritePlan:
         log_block_max_bytes=options.log_block_max_bytes,
         base_file_options=BaseFileOptions(compression=options.parquet_compression),
         completed=completed,
+        log_marker=markers.IOType(txn.table.version.log_marker),
     )
     return WritePlan(
         write=write,
