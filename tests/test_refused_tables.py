@@ -81,7 +81,7 @@ def test_changing_the_index_type_of_a_bucket_table_is_refused_by_validation(tmp_
 
 
 @pytest.mark.parametrize("prop, value, says", [
-    ("hoodie.table.version", "8", "hoodie.table.version=8: table version 8 cannot be written"),
+    ("hoodie.table.version", "5", "hoodie.table.version=5: table version 5 is neither read nor written"),
     ("hoodie.populate.meta.fields", "false", "hoodie.populate.meta.fields=false: ingest writes tables with "
                                              "meta fields only"),
     ("hoodie.table.type", "COPY_ON_WRITE", "hoodie.table.type=COPY_ON_WRITE: ingest writes "

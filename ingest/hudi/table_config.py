@@ -297,7 +297,8 @@ class TableConfig:
         table_type = self.raw(TableConfigKey.TABLE_TYPE)
         if version not in READABLE_VERSIONS:
             raise UnsupportedTable(
-                f"{where}: table version {version} (only versions {', '.join(map(str, READABLE_VERSIONS))} "
+                f"{where}: {TableConfigKey.VERSION.key}={version}: table version {version} is neither read nor "
+                f"written (only versions {', '.join(map(str, READABLE_VERSIONS))} "
                 "are supported)"
             )
         if table_type not in READABLE_TABLE_TYPES:
