@@ -122,10 +122,16 @@ def check_not_live(table: HudiTable, instant: Instant, settings: HeartbeatSettin
 _SWEPT: set[str] = set()  # tables whose orphan segments this process already deleted (one walk each)
 
 
-def recover(table: HudiTable, timeline: Timeline,
-            settings: HeartbeatSettings | None = None) -> tuple[Timeline, tuple[str, ...]]:
+def recover(table: HudiTable, timeline: Timeline, settings: HeartbeatSettings | None = None,
+            lazy: bool = False) -> tuple[Timeline, tuple[str, ...]]:
     """Finish interrupted rollbacks, roll back writes that never completed (not live Hudi writers'),
-    and (once per process) delete key-index segments of instants a Hudi writer rolled back."""
+    and (once per process) delete key-index segments of instants a Hudi writer rolled back.
+
+    `lazy` (Hudi's LAZY failed-writes cleaning, as with optimistic concurrency control): a Hudi
+    writer's pending write with a live heartbeat is left to it, as `CleanerUtils.rollbackFailedWrites`
+    rolls back only expired ones; otherwise it is refused. An ingest writer's pending write is rolled
+    back at once either way: ingest writers hold the lease from begin to commit, so the one this
+    writer just took tells that write's writer stopped (or lost the lease, and will not commit)."""
     storage = table.storage
     settings = settings or HeartbeatSettings()
     rolled = []
@@ -134,6 +140,10 @@ def recover(table: HudiTable, timeline: Timeline,
         timeline = table.timeline()
     for pending in timeline.pending(Action.DELTA_COMMIT, Action.COMMIT):
         if not written_by_ingest(table, pending):
+            if lazy and heartbeat.expires_in(storage, pending.timestamp, settings) > 0:
+                log.info("leaving %s %s to the writer running it (its heartbeat is live)",
+                         pending.action.value, pending.timestamp)
+                continue
             check_not_live(table, pending, settings)
         log.warning("rolling back instant %s left %s by a writer that stopped", pending.timestamp,
                     pending.state.value.lower())
@@ -154,6 +164,7 @@ def begin(
     operation: str,
     batch: BatchId | None = None,
     heartbeat_settings: HeartbeatSettings | None = None,
+    lazy: bool = False,
 ) -> Transaction | None:
     """Start a commit; None when `batch` was already committed (a replay after a restart)."""
     metadata_table.remove(table)  # it would go stale: Hudi's readers would miss what we write
@@ -165,7 +176,7 @@ def begin(
                      batch.batch_id, batch.checkpoint_id, done[1].timestamp)
             return None
     settings = heartbeat_settings or HeartbeatSettings()
-    timeline, rolled = recover(table, timeline, settings)
+    timeline, rolled = recover(table, timeline, settings, lazy)
     current = table.schema(timeline)
     incoming_schema = avro.without_null_fields(avro.without_meta_fields(incoming_schema))
     schema = avro.evolve(current, incoming_schema) if current is not None else incoming_schema

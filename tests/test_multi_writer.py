@@ -1,0 +1,230 @@
+"""Writers of one table take turns, one commit at a time: ingest writers through the lease, Hudi writers
+through Hudi's `FileSystemBasedLockProvider` lock file, which ingest takes exactly as Hudi does when
+`hoodie.write.concurrency.mode` is OPTIMISTIC_CONCURRENCY_CONTROL."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import threading
+import time
+
+import pyarrow as pa
+import pytest
+
+from ingest.errors import ConcurrentWriterError, ConfigError
+from ingest.hudi.heartbeat import HeartbeatSettings
+from ingest.hudi.instant import Action, State
+from ingest.hudi.lock_provider import LockSettings
+from ingest.hudi.snapshot import read_snapshot
+from ingest.hudi.table import HudiTable
+from ingest.storage import Storage
+from ingest.write.batch import LocalWriter
+from ingest.write.commit import abort, begin
+from ingest.write.lock import WriterLock, for_writer
+from ingest.write.options import IndexOptions, IndexType, WriteOptions
+
+FS_PROVIDER = "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
+OCC = {"hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL", "hoodie.write.lock.provider": FS_PROVIDER}
+BASE = {
+    "hoodie.datasource.write.recordkey.field": "id",
+    "hoodie.datasource.write.partitionpath.field": "part",
+    "hoodie.datasource.write.precombine.field": "ts",
+}
+# A lock file as Hudi 0.14's FileSystemBasedLockProvider.acquireLock writes it (LockInfo.toString).
+HUDI_LOCK = """{
+  "lockCreateTime" : "2026-11-24 23:00:00.123",
+  "lockThreadName" : "main",
+  "lockStacksInfo" : [ "java.lang.Thread.getStackTrace (Thread.java:1610)", \
+"org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider.initLockInfo \
+(FileSystemBasedLockProvider.java:176)" ]
+}"""
+
+
+def opts(path, wait: float = 0.0, **hudi) -> WriteOptions:
+    return WriteOptions(table_path=str(path), table_name="t", hudi={**BASE, **hudi},
+                        index=IndexOptions(type=IndexType.BUCKET, bucket_count=2), lock_wait_seconds=wait)
+
+
+def rows(*records) -> pa.Table:
+    return pa.table({"id": [r[0] for r in records], "part": [r[1] for r in records],
+                     "ts": pa.array([r[2] for r in records], pa.int64()), "v": [r[3] for r in records]})
+
+
+def snapshot(path) -> set[tuple]:
+    return {(r["id"], r["part"], r["ts"], r["v"]) for r in read_snapshot(HudiTable.open(str(path))).to_pylist()}
+
+
+def deltacommits(path) -> int:
+    return len(HudiTable.open(str(path)).timeline().completed(Action.DELTA_COMMIT))
+
+
+def write_in_thread(options: WriteOptions, data: pa.Table) -> tuple[threading.Thread, list]:
+    outcome: list = []
+
+    def run() -> None:
+        try:
+            outcome.append(LocalWriter(options).write(data))
+        except Exception as e:  # noqa: BLE001 - handed to the test
+            outcome.append(e)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, outcome
+
+
+def test_hudi_lock_file_is_taken_where_and_as_hudi_takes_it(table_dir, tmp_path):
+    """FileSystemBasedLockProvider (Hudi 0.14): the constructor puts the lock at
+    `<hoodie.write.lock.filesystem.path>/lock`, by default `<base path>/.hoodie/lock` (LOCK_FILE_NAME);
+    `acquireLock` creates it exclusively (`fs.create(lockFile, false)`) holding `LockInfo.toString()`,
+    Jackson's pretty print of lockCreateTime (SimpleDateFormat "yyyy-MM-dd HH:mm:ss.SSS"),
+    lockThreadName and lockStacksInfo ("%s.%s (%s:%s)" per StackTraceElement); `unlock` deletes it."""
+    LocalWriter(opts(table_dir)).write(rows(("a", "p", 1, "x")))
+    lock = for_writer(opts(table_dir, **OCC))
+    lock.acquire()
+    try:
+        path = table_dir / ".hoodie" / "lock"
+        text = path.read_text()
+        info = json.loads(text)
+        assert list(info) == ["lockCreateTime", "lockThreadName", "lockStacksInfo"]
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}", info["lockCreateTime"])
+        assert text.startswith('{\n  "lockCreateTime" : "') and '",\n  "lockThreadName" : "' in text
+        assert text.endswith(" ]\n}") and '"lockStacksInfo" : [ "' in text
+        assert info["lockStacksInfo"] and all(re.fullmatch(r".+\.\S+ \(.+:\d+\)", s) for s in info["lockStacksInfo"])
+        lock.check()  # still ours
+    finally:
+        lock.release()
+    assert not path.exists()
+
+    elsewhere = tmp_path / "locks"
+    lock = for_writer(opts(table_dir, **OCC, **{"hoodie.write.lock.filesystem.path": str(elsewhere)}))
+    with lock:
+        assert (elsewhere / "lock").exists() and not (table_dir / ".hoodie" / "lock").exists()
+    assert not (elsewhere / "lock").exists()
+
+
+def test_a_fresh_hudi_lock_makes_ingest_wait_then_proceed_once_released(table_dir):
+    """FileSystemBasedLockProvider.tryLock returns false while the lock file exists and has not expired
+    (`checkIfExpired`), and LockManager.lock retries it; the holder's `unlock` deletes the file, and the
+    next tryLock creates it. A Hudi writer's lock file makes ingest wait, and ingest commits once it is gone."""
+    LocalWriter(opts(table_dir)).write(rows(("a", "p", 1, "x")))
+    lock_file = table_dir / ".hoodie" / "lock"
+    lock_file.write_text(HUDI_LOCK)
+
+    thread, outcome = write_in_thread(opts(table_dir, wait=60, **OCC), rows(("b", "p", 1, "y")))
+    time.sleep(1.5)
+    assert thread.is_alive() and not outcome, "ingest must wait for the Hudi writer's lock"
+    assert deltacommits(table_dir) == 1
+    assert lock_file.read_text() == HUDI_LOCK
+
+    lock_file.unlink()  # the Hudi writer's unlock
+    thread.join(30)
+    assert outcome and outcome[0].instant is not None, outcome
+    assert deltacommits(table_dir) == 2 and snapshot(table_dir) == {("a", "p", 1, "x"), ("b", "p", 1, "y")}
+    assert not lock_file.exists(), "ingest released Hudi's lock after its commit"
+
+
+def test_an_expired_hudi_lock_is_taken_and_one_that_never_expires_is_waited_for(table_dir):
+    """FileSystemBasedLockProvider.checkIfExpired: expired when the file's modification time is more than
+    `hoodie.write.lock.filesystem.expire` minutes old, never when that is 0 (HoodieLockConfig default);
+    tryLock deletes an expired lock file and takes the lock."""
+    LocalWriter(opts(table_dir)).write(rows(("a", "p", 1, "x")))
+    lock_file = table_dir / ".hoodie" / "lock"
+    lock_file.write_text(HUDI_LOCK)
+    old = time.time() - 100  # between the 1- and 2-minute expiries
+    os.utime(lock_file, (old, old))
+
+    with pytest.raises(ConcurrentWriterError, match=r"Hudi's table lock .*\.hoodie/lock is held .*never expires"):
+        LocalWriter(opts(table_dir, wait=1, **OCC)).write(rows(("b", "p", 1, "y")))
+    assert lock_file.read_text() == HUDI_LOCK and deltacommits(table_dir) == 1
+
+    expiring = {**OCC, "hoodie.write.lock.filesystem.expire": "2"}
+    with pytest.raises(ConcurrentWriterError, match="expires 2 minute"):
+        LocalWriter(opts(table_dir, wait=0, **expiring)).write(rows(("b", "p", 1, "y")))
+
+    result = LocalWriter(opts(table_dir, wait=0, **OCC, **{"hoodie.write.lock.filesystem.expire": "1"})).write(
+        rows(("b", "p", 1, "y")))
+    assert result.instant is not None and deltacommits(table_dir) == 2
+    assert not lock_file.exists()
+
+
+def test_ingest_writers_take_turns_waiting_a_bounded_time(table_dir):
+    """LockManager.lock: a writer retries `tryLock` (hoodie.write.lock.client.num_retries times,
+    wait_time_ms_between_retry apart) and fails only when the lock stays taken; ingest's bound is
+    `write.lock_wait_seconds`. A second ingest writer (its own checkpoint) waits for the first's commit."""
+    LocalWriter(opts(table_dir)).write(rows(("a", "p", 1, "x")))
+    holder = WriterLock(Storage(str(table_dir)), expiry_seconds=60, description="stream")
+    holder.acquire()
+    try:
+        started = time.monotonic()
+        with pytest.raises(ConcurrentWriterError, match=r"another writer \(host .*waited 1s"):
+            LocalWriter(opts(table_dir, wait=1)).write(rows(("b", "p", 1, "y")))
+        assert time.monotonic() - started >= 0.9
+        thread, outcome = write_in_thread(opts(table_dir, wait=60), rows(("b", "p", 1, "y")))
+        time.sleep(1.0)
+        assert thread.is_alive() and deltacommits(table_dir) == 1
+    finally:
+        holder.release()
+    thread.join(30)
+    assert outcome and outcome[0].instant is not None, outcome
+    assert snapshot(table_dir) == {("a", "p", 1, "x"), ("b", "p", 1, "y")}
+
+
+def test_a_hudi_lock_left_by_a_stopped_ingest_writer_is_taken_over_with_the_lease(table_dir):
+    """FileSystemBasedLockProvider never expires a lock at expire 0, so Hudi leaves a crashed writer's lock
+    file to be deleted by hand. Ingest takes Hudi's lock only while holding its lease, so a lock file an
+    ingest writer left behind (lockThreadName `ingest-writer-<owner>`) is known stale once this writer
+    holds the lease, and is replaced; a Hudi writer's lock is never touched that way."""
+    LocalWriter(opts(table_dir)).write(rows(("a", "p", 1, "x")))
+    crashed = for_writer(opts(table_dir, **OCC))
+    crashed.acquire()
+    crashed._stop.set()  # the process died: no heartbeat, no release
+    left = (table_dir / ".hoodie" / "lock").read_text()
+    crashed_lease = Storage(str(table_dir))
+    for entry in crashed_lease.list(".hoodie/.aux/ingest/lock"):  # its lease expired long ago
+        record = json.loads(crashed_lease.read(entry.path))
+        record["heartbeat_at"] -= 3600
+        crashed_lease.write(entry.path, json.dumps(record).encode())
+
+    result = LocalWriter(opts(table_dir, **OCC)).write(rows(("b", "p", 1, "y")))
+    assert result.instant is not None and json.loads(left)["lockThreadName"].startswith("ingest-writer-")
+    assert not (table_dir / ".hoodie" / "lock").exists()
+    with pytest.raises(ConcurrentWriterError):
+        crashed.check()
+
+
+def test_under_occ_a_live_hudi_writers_pending_write_is_left_alone(hudi_table_copy):
+    """With optimistic concurrency control Hudi cleans failed writes LAZY
+    (HoodieWriteConfig.Builder.autoAdjustConfigsForConcurrencyMode), and then rolls back only pending
+    writes whose heartbeat expired (BaseHoodieTableServiceClient.getInstantsToRollback,
+    HoodieHeartbeatUtils.isHeartbeatExpired): a concurrent Hudi writer's inflight deltacommit with a
+    live heartbeat is left to it, not refused and not rolled back."""
+    from test_heartbeats import FIXTURE, _beat, _hudi_left_deltacommit
+
+    table_dir = hudi_table_copy(FIXTURE)
+    pending = _hudi_left_deltacommit(table_dir)
+    _beat(table_dir, pending, age_seconds=30)
+    table = HudiTable.open(str(table_dir))
+    lazy = dataclasses.replace(opts(table_dir, **OCC)).lazy_failed_writes
+    assert lazy and not opts(table_dir).lazy_failed_writes
+
+    txn = begin(table, table.schema(), "upsert", heartbeat_settings=HeartbeatSettings(), lazy=lazy)
+    try:
+        assert txn.rolled_back == ()
+        assert table.timeline().get(pending).state is State.INFLIGHT
+        assert txn.instant_time > pending
+    finally:
+        abort(txn)
+
+
+def test_occ_needs_the_file_system_lock_provider():
+    """LockManager.getLockProvider loads `hoodie.write.lock.provider` (default ZookeeperBasedLockProvider,
+    HoodieLockConfig.LOCK_PROVIDER_CLASS_NAME) only when the concurrency mode supports optimistic
+    concurrency control; ingest can take only FileSystemBasedLockProvider's lock."""
+    assert LockSettings.from_hudi(BASE, "/t") is None
+    with pytest.raises(ConfigError, match="hoodie.write.lock.provider.*ZookeeperBasedLockProvider"):
+        LockSettings.from_hudi({"hoodie.write.concurrency.mode": "optimistic_concurrency_control"}, "/t")
+    settings = LockSettings.from_hudi(OCC, "/t/")
+    assert settings.directory == "/t/.hoodie" and settings.expire_minutes == 0
