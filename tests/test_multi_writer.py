@@ -105,6 +105,15 @@ def test_hudi_lock_file_is_taken_where_and_as_hudi_takes_it(table_dir, tmp_path)
     assert not (elsewhere / "lock").exists()
 
 
+def test_a_new_tables_first_commit_is_made_under_hudis_lock(table_dir):
+    """FileSystemBasedLockProvider's constructor puts the lock in `<base path>/.hoodie` whether or not the
+    table exists yet, so the first commit of a new table finds `.hoodie/lock` there: a lock file is no
+    instant (timeline files are named by instant time), and the table is created under it."""
+    result = LocalWriter(opts(table_dir, **OCC)).write(rows(("a", "p", 1, "x")))
+    assert result.instant is not None and snapshot(table_dir) == {("a", "p", 1, "x")}
+    assert not (table_dir / ".hoodie" / "lock").exists()
+
+
 def test_a_fresh_hudi_lock_makes_ingest_wait_then_proceed_once_released(table_dir):
     """FileSystemBasedLockProvider.tryLock returns false while the lock file exists and has not expired
     (`checkIfExpired`), and LockManager.lock retries it; the holder's `unlock` deletes the file, and the
@@ -228,3 +237,197 @@ def test_occ_needs_the_file_system_lock_provider():
         LockSettings.from_hudi({"hoodie.write.concurrency.mode": "optimistic_concurrency_control"}, "/t")
     settings = LockSettings.from_hudi(OCC, "/t/")
     assert settings.directory == "/t/.hoodie" and settings.expire_minutes == 0
+
+
+# -- Spark writers --------------------------------------------------------------------------------------
+
+
+def test_a_stream_sink_and_a_backfill_sink_take_turns_commit_by_commit(spark, tmp_path):
+    """Two writers of one table, each with its own checkpoint identifier (Hudi's HoodieStreamingSink keeps
+    one `_hudi_streaming_sink_checkpoint` entry per identifier, CommitUtils.getValidCheckpointForCurrentWriter
+    finds a writer's own among the other's commits). A sink holds the lease only for a commit (Hudi's
+    TransactionManager begins and ends a transaction per commit), so the other's commits interleave;
+    each reloads the timeline and the key index after taking it, and replays are skipped per writer."""
+    from model import Op, TableModel
+
+    from ingest.spark.sink import HudiSink
+    from ingest.write.commit import committed_batch
+
+    path = tmp_path / "table"
+    base = WriteOptions(table_path=str(path), table_name="t", hudi=BASE, lock_wait_seconds=60,
+                        index=IndexOptions(type=IndexType.KEY, shards=2))
+    stream = HudiSink(dataclasses.replace(base, checkpoint_id="stream"), spark=spark)
+    backfill = HudiSink(dataclasses.replace(base, checkpoint_id="backfill:history"), spark=spark)
+    model = TableModel(event_time=True)
+    batches = [
+        (stream, 0, [("a", "p", 2, "s0"), ("b", "p", 2, "s0")]),
+        (backfill, 0, [("a", "p", 1, "old"), ("c", "q", 1, "h0")]),       # older than the stream's a: stale
+        (stream, 1, [("c", "q", 4, "s1"), ("d", "q", 4, "s1")]),
+        (backfill, 1, [("b", "p", 3, "h1"), ("d", "q", 3, "h1-stale")]),
+        (stream, 1, [("a", "p", 9, "replayed")]),                         # a replay: skipped
+    ]
+    for sink, batch_id, records in batches:
+        sink(spark.createDataFrame(rows(*records)), batch_id)
+        assert sink.lock is None, "the lease is given back after each commit"
+        if (sink, batch_id) != (stream, 1) or records[0][3] != "replayed":
+            model.apply([Op(k, p, ts, values={"v": v}) for k, p, ts, v in records])
+
+    assert snapshot(path) == {(r["key"], r["partition"], r["ts"], r["v"]) for r in model.rows()}
+    table = HudiTable.open(str(path))
+    timeline = table.timeline()
+    assert len(timeline.completed(Action.DELTA_COMMIT)) == 4
+    assert committed_batch(table, timeline, "stream")[0] == 1
+    assert committed_batch(table, timeline, "backfill:history")[0] == 1
+
+
+# -- two writers killed and restarted -------------------------------------------------------------------
+
+STREAM_ID, BACKFILL_ID = "orders-stream", "orders-history"
+
+
+def _writer_data(seed: int) -> tuple[list[list[tuple]], list[list[tuple]]]:
+    """Stream batches and backfill files over overlapping keys. Ordering values are unique (the stream's
+    even, the backfill's odd), so the table the model makes does not depend on how the two writers'
+    commits interleave; the stream also deletes (with an ordering value) keys only it writes."""
+    import random
+
+    rng = random.Random(seed)
+    stream, history = [], []
+    for b in range(5):
+        batch = [(f"k{rng.randrange(8):02d}", 2 * (10 * b + i) + 2, False) for i in range(4)]
+        if b >= 2:
+            batch.append((f"s{b - 2}", 2 * (10 * b + 9) + 2, True))  # delete a stream-only key
+        batch += [(f"s{b}", 2 * (10 * b + 8) + 2, False)]
+        stream.append([(k, f"p{int(k[1:]) % 2}", ts, f"stream-{b}", d) for k, ts, d in batch])
+    for f in range(5):
+        history.append([(f"k{rng.randrange(8):02d}", 2 * (10 * f + i) + 1, f"history-{f}", False) for i in range(4)])
+        history[-1] = [(k, f"p{int(k[1:]) % 2}", ts, v, d) for k, ts, v, d in history[-1]]
+    return stream, history
+
+
+def _run_killed(command: list[str], env: dict, mode: str, delay: float, log: list) -> int:
+    """Run a writer; `mode` is a crash point (INGEST_CRASH_AT), `sigkill` (SIGKILL after `delay`) or clean."""
+    import signal
+    import subprocess
+
+    env = dict(env)
+    if mode not in ("sigkill", "clean"):
+        env["INGEST_CRASH_AT"] = mode
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    try:
+        if mode == "sigkill":
+            try:
+                process.wait(timeout=delay)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+        _, err = process.communicate(timeout=600)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    log.append((mode, process.returncode, err[-2000:]))
+    return process.returncode
+
+
+@pytest.mark.slow
+def test_a_stream_and_a_backfill_killed_at_random_points_each_commit_every_batch_exactly_once(tmp_path):
+    """A stream (foreachBatch sink over a Spark checkpoint) and `ingest backfill` write one table at once
+    under optimistic concurrency control with Hudi's FileSystemBasedLockProvider, each killed twice at
+    seeded random points (a crash point, or SIGKILL after a random delay) and restarted. Exactly once per
+    writer, as Hudi's streaming sink keeps it per identifier (HoodieStreamingSink, `_hudi_streaming_sink_
+    checkpoint`): every batch of each identifier is committed once, the backfill's files once
+    (`ingest.backfill` records), the table equals the model, nothing is left pending, and no lock file
+    (FileSystemBasedLockProvider's `<base>/.hoodie/lock`) outlives the writers."""
+    import random
+    import sys
+
+    import hudi_invariants
+    import pyarrow.parquet as pq
+    import yaml
+    from model import Op, TableModel
+
+    from ingest.hudi.commit_metadata import CommitMetadata
+    from ingest.hudi.timeline import read_instant
+    from ingest.pipeline import inputs
+    from ingest.write.commit import SINK_CHECKPOINT_KEY
+
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    rng = random.Random(20261124)
+    stream_batches, history = _writer_data(7)
+    table = tmp_path / "table"
+    source, export = tmp_path / "source", tmp_path / "export"
+    source.mkdir()
+    export.mkdir()
+    for i, batch in enumerate(stream_batches):
+        path = source / f"batch-{i:03d}.json"
+        path.write_text("\n".join(json.dumps({"id": k, "part": p, "ts": ts, "v": v, "_hoodie_is_deleted": d})
+                                  for k, p, ts, v, d in batch) + "\n")
+        os.utime(path, (1_700_000_000 + 10 * i, 1_700_000_000 + 10 * i))
+    for i, rows_ in enumerate(history):
+        pq.write_table(pa.table({"id": [r[0] for r in rows_], "part": [r[1] for r in rows_],
+                                 "ts": pa.array([r[2] for r in rows_], pa.int64()), "v": [r[3] for r in rows_],
+                                 "_hoodie_is_deleted": [r[4] for r in rows_]}),
+                       export / f"part-{i}.parquet")
+    occ = {"hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL", "hoodie.write.lock.provider": FS_PROVIDER}
+    config = tmp_path / "backfill.yaml"
+    config.write_text(yaml.safe_dump({
+        "table": {"path": str(table), "name": "events"},
+        "hudi": {**BASE, **occ, "hoodie.datasource.write.operation": "upsert",
+                 "hoodie.datasource.write.streaming.checkpoint.identifier": BACKFILL_ID,
+                 "hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": 2},
+        "source": {"files": {"path": str(export), "format": "parquet", "max_files_per_trigger": 1}},
+        "write": {"lock_wait_seconds": 300, "lock_expiry_seconds": 2},
+        "spark": {"master": "local[1]", "conf": {"spark.sql.shuffle.partitions": 1}},
+    }))
+    commands = {
+        "stream": [sys.executable, os.path.join(repo, "tests", "stream_job.py"), str(source), str(tmp_path / "ckpt"),
+                   str(table), "--master", "local[1]", "--checkpoint-id", STREAM_ID, "--lock-wait", "300",
+                   *[f"--hudi={k}={v}" for k, v in occ.items()]],
+        "backfill": [sys.executable, "-m", "ingest", "backfill", "--config", str(config)],
+    }
+    env = {**{k: v for k, v in os.environ.items() if k != "INGEST_CRASH_AT"}, "PYTHONPATH": repo}
+    crash_points = ["after_data_write", "mid_commit", "after_commit", "sigkill", "sigkill"]
+    plans = {name: [(rng.choice(crash_points), rng.uniform(8, 30)) for _ in range(2)] + [("clean", 0)]
+             for name in commands}
+    logs: dict[str, list] = {name: [] for name in commands}
+
+    def drive(name: str) -> None:
+        for mode, delay in plans[name]:
+            code = _run_killed(commands[name], env, mode, delay, logs[name])
+            if mode == "clean":
+                return
+            if code == 0:  # finished before the kill came: nothing left to kill
+                return
+
+    threads = [threading.Thread(target=drive, args=(name,), daemon=True) for name in commands]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(1200)
+    for name in commands:
+        assert logs[name] and logs[name][-1][1] == 0, (name, plans[name], logs[name])
+
+    model = TableModel(event_time=True)
+    for batch in stream_batches:
+        model.apply([Op(k, p, ts, d, {"v": v}) for k, p, ts, v, d in batch])
+    for batch in history:
+        model.apply([Op(k, p, ts, d, {"v": v}) for k, p, ts, v, d in batch])
+    assert snapshot(table) == {(r["key"], r["partition"], r["ts"], r["v"]) for r in model.rows()}, logs
+
+    t = HudiTable.open(str(table))
+    timeline = t.timeline()
+    assert not timeline.pending(Action.DELTA_COMMIT, Action.ROLLBACK)
+    batches: dict[str, list[int]] = {}
+    loaded = []
+    for instant in timeline.completed(Action.DELTA_COMMIT):
+        extra = CommitMetadata.from_bytes(read_instant(t.storage, instant)).extra_metadata
+        for identifier, batch_id in json.loads(extra[SINK_CHECKPOINT_KEY]).items():
+            batches.setdefault(identifier, []).append(int(batch_id))
+        if inputs.METADATA_KEY in extra:
+            loaded += [f[0] for f in json.loads(extra[inputs.METADATA_KEY])["files"]]
+    assert batches == {STREAM_ID: list(range(len(stream_batches))),
+                       f"backfill:{BACKFILL_ID}": list(range(len(history)))}, (batches, logs)
+    assert sorted(p.rsplit("/", 1)[-1] for p in loaded) == [f"part-{i}.parquet" for i in range(len(history))]
+    assert not (table / ".hoodie" / "lock").exists()
+    hudi_invariants.check(table, bucket_index=True)
