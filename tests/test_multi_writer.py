@@ -239,6 +239,16 @@ def test_occ_needs_the_file_system_lock_provider():
     assert settings.directory == "/t/.hoodie" and settings.expire_minutes == 0
 
 
+def test_hudis_lock_needs_a_file_system_whose_create_is_atomic():
+    """FileSystemBasedLockProvider's constructor refuses a scheme unless StorageSchemes says its create is
+    atomic (file, hdfs, viewfs, hopsfs) or `hoodie.fs.atomic_creation.support` lists it: s3 is refused."""
+    with pytest.raises(ConfigError, match="Hudi's writers refuse scheme s3"):
+        LockSettings.from_hudi(OCC, "s3://bucket/t")
+    listed = LockSettings.from_hudi({**OCC, "hoodie.fs.atomic_creation.support": "s3,gs"}, "s3://bucket/t")
+    assert listed.directory == "s3://bucket/t/.hoodie"
+    assert LockSettings.from_hudi(OCC, "file:///tmp/t").directory == "file:///tmp/t/.hoodie"
+
+
 # -- Spark writers --------------------------------------------------------------------------------------
 
 
@@ -293,13 +303,13 @@ def _writer_data(seed: int) -> tuple[list[list[tuple]], list[list[tuple]]]:
 
     rng = random.Random(seed)
     stream, history = [], []
-    for b in range(5):
+    for b in range(8):
         batch = [(f"k{rng.randrange(8):02d}", 2 * (10 * b + i) + 2, False) for i in range(4)]
         if b >= 2:
             batch.append((f"s{b - 2}", 2 * (10 * b + 9) + 2, True))  # delete a stream-only key
         batch += [(f"s{b}", 2 * (10 * b + 8) + 2, False)]
         stream.append([(k, f"p{int(k[1:]) % 2}", ts, f"stream-{b}", d) for k, ts, d in batch])
-    for f in range(5):
+    for f in range(8):
         history.append([(f"k{rng.randrange(8):02d}", 2 * (10 * f + i) + 1, f"history-{f}", False) for i in range(4)])
         history[-1] = [(k, f"p{int(k[1:]) % 2}", ts, v, d) for k, ts, v, d in history[-1]]
     return stream, history
@@ -388,17 +398,17 @@ def test_a_stream_and_a_backfill_killed_at_random_points_each_commit_every_batch
     }
     env = {**{k: v for k, v in os.environ.items() if k != "INGEST_CRASH_AT"}, "PYTHONPATH": repo}
     crash_points = ["after_data_write", "mid_commit", "after_commit", "sigkill", "sigkill"]
-    plans = {name: [(rng.choice(crash_points), rng.uniform(8, 30)) for _ in range(2)] + [("clean", 0)]
+    plans = {name: [(rng.choice(crash_points), rng.uniform(8, 20)) for _ in range(2)] + [("clean", 0)]
              for name in commands}
     logs: dict[str, list] = {name: [] for name in commands}
+    together = threading.Barrier(len(commands), timeout=900)  # each run starts beside one of the other's
 
     def drive(name: str) -> None:
+        finished = False
         for mode, delay in plans[name]:
-            code = _run_killed(commands[name], env, mode, delay, logs[name])
-            if mode == "clean":
-                return
-            if code == 0:  # finished before the kill came: nothing left to kill
-                return
+            together.wait()
+            if not finished:
+                finished = _run_killed(commands[name], env, mode, delay, logs[name]) == 0 or mode == "clean"
 
     threads = [threading.Thread(target=drive, args=(name,), daemon=True) for name in commands]
     for thread in threads:
@@ -407,6 +417,7 @@ def test_a_stream_and_a_backfill_killed_at_random_points_each_commit_every_batch
         thread.join(1200)
     for name in commands:
         assert logs[name] and logs[name][-1][1] == 0, (name, plans[name], logs[name])
+        assert any(code != 0 for _, code, _ in logs[name]), f"{name} was never killed: {logs[name]}"
 
     model = TableModel(event_time=True)
     for batch in stream_batches:
@@ -428,6 +439,10 @@ def test_a_stream_and_a_backfill_killed_at_random_points_each_commit_every_batch
             loaded += [f[0] for f in json.loads(extra[inputs.METADATA_KEY])["files"]]
     assert batches == {STREAM_ID: list(range(len(stream_batches))),
                        f"backfill:{BACKFILL_ID}": list(range(len(history)))}, (batches, logs)
+    writers = [next(iter(json.loads(t.commit_metadata(i).extra_metadata[SINK_CHECKPOINT_KEY])))
+               for i in timeline.completed(Action.DELTA_COMMIT)]
+    turns = sum(a != b for a, b in zip(writers, writers[1:], strict=False))
+    assert turns >= 2, f"the writers' commits did not interleave: {writers}"
     assert sorted(p.rsplit("/", 1)[-1] for p in loaded) == [f"part-{i}.parquet" for i in range(len(history))]
     assert not (table / ".hoodie" / "lock").exists()
     hudi_invariants.check(table, bucket_index=True)

@@ -482,6 +482,8 @@ KEYS: tuple[Key, ...] = (
         "Hudi's lock file counts as abandoned and may be deleted by the next writer; 0 never (then a crashed "
         "Hudi writer's lock file must be deleted by hand; ingest keeps its own fresh while it holds it).",
         default=0, minimum=0),
+    Key("hudi.hoodie.fs.atomic_creation.support", Type.LIST, "Schemes besides file, hdfs, viewfs and hopsfs "
+        "whose file create is atomic, so Hudi's file-system lock may live there (Hudi's writers refuse others)."),
     Key("hudi.hoodie.cleaner.policy.failed.writes", Type.CHOICE, "`LAZY`: a pending write is rolled back "
         "only once its heartbeat has expired (other writers may be running it); `EAGER`: before the next "
         "write, and a Hudi writer's with a live heartbeat fails that write. Always `LAZY` under optimistic "

@@ -8,7 +8,9 @@ the concurrency mode supports it), and in that mode always cleans failed writes 
 has expired. The provider's rules:
 
 * the lock is the file `<hoodie.write.lock.filesystem.path>/lock`, by default `<base path>/.hoodie/lock`
-  (the constructor: `lockDirectory` falls back to `<base path>/.hoodie`, `LOCK_FILE_NAME = "lock"`);
+  (the constructor: `lockDirectory` falls back to `<base path>/.hoodie`, `LOCK_FILE_NAME`), on a file
+  system whose create is atomic (`StorageSchemes.isAtomicCreationSupported`: file, hdfs, viewfs,
+  hopsfs) or listed in `hoodie.fs.atomic_creation.support`;
 * `tryLock`: if the file exists and has not expired, the lock is held by someone else; an expired one
   is deleted; then the file is created, failing if it exists (`fs.create(lockFile, false)` in
   `acquireLock`), holding `LockInfo` as Jackson's pretty printer writes it: `lockCreateTime`
@@ -44,6 +46,9 @@ FILE_SYSTEM_PROVIDER = "org.apache.hudi.client.transaction.lock.FileSystemBasedL
 LOCK_PATH = "hoodie.write.lock.filesystem.path"
 LOCK_EXPIRE = "hoodie.write.lock.filesystem.expire"
 FAILED_WRITES = "hoodie.cleaner.policy.failed.writes"
+ATOMIC_CREATION = "hoodie.fs.atomic_creation.support"
+# StorageSchemes whose supportAtomicCreation is true (the provider's constructor refuses the others).
+ATOMIC_CREATION_SCHEMES = ("file", "hdfs", "viewfs", "hopsfs")
 LOCK_FILE_NAME = "lock"
 THREAD_PREFIX = "ingest-writer-"  # lockThreadName of a lock ingest took: the prefix and the lease owner
 
@@ -69,6 +74,12 @@ class LockSettings:
         if expire < 0:
             raise ConfigError(f"must be a non-negative number of minutes, got {expire}", key=f"hudi.{LOCK_EXPIRE}")
         directory = hudi.get(LOCK_PATH) or f"{table_path.rstrip('/')}/.hoodie"
+        scheme = directory.split("://", 1)[0].lower() if "://" in directory else "file"
+        custom = [s.strip() for s in str(hudi.get(ATOMIC_CREATION) or "").split(",") if s.strip()]
+        if scheme not in ATOMIC_CREATION_SCHEMES and scheme not in custom:
+            raise ConfigError(f"{directory}: Hudi's file-system lock needs a file system whose create is atomic "
+                              f"({', '.join(ATOMIC_CREATION_SCHEMES)}, or a scheme listed in {ATOMIC_CREATION}); "
+                              f"Hudi's writers refuse scheme {scheme}", key=f"hudi.{LOCK_PATH}")
         return cls(directory, expire, zone)
 
 

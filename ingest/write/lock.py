@@ -140,7 +140,7 @@ class WriterLock:
                 age = time.time() - holder.heartbeat_at
                 return (f"{self.storage.base_url} is being written by another writer (host {holder.host}, "
                         f"pid {holder.pid}, lease epoch {current}, last heartbeat {age:.0f}s ago); "
-                        f"a table takes one writer at a time. The lease expires in "
+                        f"writers of a table take turns, one commit at a time. The lease expires in "
                         f"{max(holder.expiry - age, 0):.0f}s if that writer has stopped.")
             self._acquired_at = time.time()
             if self.storage.create(_epoch_path(current + 1), self._record().to_bytes()):
