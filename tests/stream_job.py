@@ -27,8 +27,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--checkpoint-id", default="test-stream")
     parser.add_argument("--lock-wait", type=float, default=0.0, help="seconds a commit waits for another writer's")
     parser.add_argument("--hudi", action="append", default=[], help="another Hudi setting, KEY=VALUE")
+    parser.add_argument("--heartbeat-ms", type=int, default=60_000, help="hoodie.client.heartbeat.interval_in_ms")
     args = parser.parse_args(argv)
 
+    from ingest.hudi.heartbeat import HeartbeatSettings
     from ingest.spark.session import get_or_create
     from ingest.spark.sink import HudiSink
     from ingest.write.file_group_writer import InsertMode
@@ -50,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         checkpoint_id=args.checkpoint_id,
         lock_expiry_seconds=2.0,
         lock_wait_seconds=args.lock_wait,
+        heartbeat=HeartbeatSettings(args.heartbeat_ms),
     )
     sink = HudiSink(options, spark=spark, parallelism=args.parallelism)
     stream = (spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(args.source))

@@ -159,6 +159,32 @@ def test_an_expired_hudi_lock_is_taken_and_one_that_never_expires_is_waited_for(
     assert not lock_file.exists()
 
 
+def test_ingest_keeps_its_hudi_lock_fresh_and_stops_if_a_hudi_writer_took_it(table_dir):
+    """FileSystemBasedLockProvider.checkIfExpired judges a lock by its file's modification time, and
+    tryLock deletes an expired one and creates its own: ingest, which holds the lock from plan to commit,
+    keeps the modification time fresh (same content), and if a Hudi writer took the lock anyway it
+    stops before committing and leaves that writer's lock file alone (`unlock` deletes only its own)."""
+    LocalWriter(opts(table_dir)).write(rows(("a", "p", 1, "x")))
+    lock_file = table_dir / ".hoodie" / "lock"
+    lock = for_writer(opts(table_dir, **OCC, **{"hoodie.write.lock.filesystem.expire": "1"}))
+    lock.acquire()
+    try:
+        ours = lock_file.read_text()
+        old = time.time() - 100
+        os.utime(lock_file, (old, old))
+        lock.heartbeat()
+        assert time.time() - lock_file.stat().st_mtime < 10 and lock_file.read_text() == ours
+        lock.check()
+
+        lock_file.unlink()  # a Hudi writer found it expired, deleted it and took the lock
+        lock_file.write_text(HUDI_LOCK)
+        with pytest.raises(ConcurrentWriterError, match="Hudi lock .* was taken by another writer"):
+            lock.check()
+    finally:
+        lock.release()
+    assert lock_file.read_text() == HUDI_LOCK
+
+
 def test_ingest_writers_take_turns_waiting_a_bounded_time(table_dir):
     """LockManager.lock: a writer retries `tryLock` (hoodie.write.lock.client.num_retries times,
     wait_time_ms_between_retry apart) and fails only when the lock stays taken; ingest's bound is
@@ -226,6 +252,29 @@ def test_under_occ_a_live_hudi_writers_pending_write_is_left_alone(hudi_table_co
         assert txn.instant_time > pending
     finally:
         abort(txn)
+
+
+def test_under_occ_a_killed_ingest_writers_write_waits_for_its_heartbeat_to_expire(table_dir):
+    """BaseHoodieTableServiceClient.getInstantsToRollback with LAZY cleaning rolls back a pending write
+    only once HoodieHeartbeatUtils.isHeartbeatExpired says so, whoever wrote it: a write whose writer
+    was killed (its heartbeat file left fresh) is left pending, then rolled back once the heartbeat is
+    gone (expired, or deleted by a writer giving its write up, as HoodieHeartbeatClient.stop does)."""
+    LocalWriter(opts(table_dir)).write(rows(("a", "p", 1, "x")))
+    table = HudiTable.open(str(table_dir))
+    settings = HeartbeatSettings(interval_ms=1000, tolerable_misses=2)
+    killed = begin(table, table.schema(), "upsert", heartbeat_settings=settings, lazy=True)
+    killed.heartbeat._stop.set()  # the process died: the heartbeat file stays as it was last written
+
+    second = begin(table, table.schema(), "upsert", heartbeat_settings=settings, lazy=True)
+    assert second.rolled_back == () and table.timeline().get(killed.instant_time).state is State.INFLIGHT
+    abort(second)
+
+    time.sleep(2.2)  # interval x tolerable misses
+    third = begin(table, table.schema(), "upsert", heartbeat_settings=settings, lazy=True)
+    try:
+        assert third.rolled_back == (killed.instant_time,) and table.timeline().get(killed.instant_time) is None
+    finally:
+        abort(third)
 
 
 def test_occ_needs_the_file_system_lock_provider():
@@ -384,6 +433,7 @@ def test_a_stream_and_a_backfill_killed_at_random_points_each_commit_every_batch
     config.write_text(yaml.safe_dump({
         "table": {"path": str(table), "name": "events"},
         "hudi": {**BASE, **occ, "hoodie.datasource.write.operation": "upsert",
+                 "hoodie.client.heartbeat.interval_in_ms": 1000,  # a killed writer's write expires in 2 s
                  "hoodie.datasource.write.streaming.checkpoint.identifier": BACKFILL_ID,
                  "hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": 2},
         "source": {"files": {"path": str(export), "format": "parquet", "max_files_per_trigger": 1}},
@@ -393,6 +443,7 @@ def test_a_stream_and_a_backfill_killed_at_random_points_each_commit_every_batch
     commands = {
         "stream": [sys.executable, os.path.join(repo, "tests", "stream_job.py"), str(source), str(tmp_path / "ckpt"),
                    str(table), "--master", "local[1]", "--checkpoint-id", STREAM_ID, "--lock-wait", "300",
+                   "--heartbeat-ms", "1000",
                    *[f"--hudi={k}={v}" for k, v in occ.items()]],
         "backfill": [sys.executable, "-m", "ingest", "backfill", "--config", str(config)],
     }

@@ -127,11 +127,13 @@ def recover(table: HudiTable, timeline: Timeline, settings: HeartbeatSettings | 
     """Finish interrupted rollbacks, roll back writes that never completed (not live Hudi writers'),
     and (once per process) delete key-index segments of instants a Hudi writer rolled back.
 
-    `lazy` (Hudi's LAZY failed-writes cleaning, as with optimistic concurrency control): a Hudi
-    writer's pending write with a live heartbeat is left to it, as `CleanerUtils.rollbackFailedWrites`
-    rolls back only expired ones; otherwise it is refused. An ingest writer's pending write is rolled
-    back at once either way: ingest writers hold the lease from begin to commit, so the one this
-    writer just took tells that write's writer stopped (or lost the lease, and will not commit)."""
+    `lazy` (Hudi's LAZY failed-writes cleaning, as with optimistic concurrency control): a pending
+    write with a live heartbeat is left to its writer, ingest's or Hudi's, as Hudi rolls back only
+    expired ones (`BaseHoodieTableServiceClient.getInstantsToRollback`); a writer that gave its write up
+    deleted the heartbeat, so that write is rolled back at once. Otherwise (EAGER, one ingest writer at
+    a time) a Hudi writer's live write is refused, and an ingest writer's is rolled back at once:
+    ingest writers hold the lease from begin to commit, so the lease this writer just took tells that
+    write's writer stopped (or lost the lease, and will not commit)."""
     storage = table.storage
     settings = settings or HeartbeatSettings()
     rolled = []
@@ -139,11 +141,11 @@ def recover(table: HudiTable, timeline: Timeline, settings: HeartbeatSettings | 
         resume_rollback(storage, timeline, pending)
         timeline = table.timeline()
     for pending in timeline.pending(Action.DELTA_COMMIT, Action.COMMIT):
+        if lazy and heartbeat.expires_in(storage, pending.timestamp, settings) > 0:
+            log.info("leaving %s %s to the writer running it (its heartbeat is live)",
+                     pending.action.value, pending.timestamp)
+            continue
         if not written_by_ingest(table, pending):
-            if lazy and heartbeat.expires_in(storage, pending.timestamp, settings) > 0:
-                log.info("leaving %s %s to the writer running it (its heartbeat is live)",
-                         pending.action.value, pending.timestamp)
-                continue
             check_not_live(table, pending, settings)
         log.warning("rolling back instant %s left %s by a writer that stopped", pending.timestamp,
                     pending.state.value.lower())
