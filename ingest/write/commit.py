@@ -11,7 +11,8 @@ While the instant is in flight its heartbeat (`.hoodie/.heartbeat/<t>`, `heartbe
 as Hudi's `BaseHoodieWriteClient.startCommit` does, so Hudi writers with lazy failed-write cleaning
 leave it alone. In turn, recovery rolls back a Hudi-left pending write only once its heartbeat has
 expired (`HoodieHeartbeatUtils.isHeartbeatExpired`); one ingest left is rolled back at once, since
-the writer lease already tells that its writer is gone.
+the writer lease already tells that its writer is gone, except under LAZY failed-write cleaning
+(several writers), where it too waits for its heartbeat to expire, as in Hudi.
 """
 
 from __future__ import annotations
