@@ -390,9 +390,11 @@ def _run_killed(command: list[str], env: dict, mode: str, delay: float, log: lis
 
 
 @pytest.mark.slow
-def test_a_stream_and_a_backfill_killed_at_random_points_each_commit_every_batch_exactly_once(tmp_path):
-    """A stream (foreachBatch sink over a Spark checkpoint) and `ingest backfill` write one table at once
-    under optimistic concurrency control with Hudi's FileSystemBasedLockProvider, each killed twice at
+@pytest.mark.parametrize("hudi_lock", [True, False], ids=["occ-hudi-lock", "lease-only"])
+def test_a_stream_and_a_backfill_killed_at_random_points_each_commit_every_batch_exactly_once(tmp_path, hudi_lock):
+    """A stream (foreachBatch sink over a Spark checkpoint) and `ingest backfill` write one table at once,
+    under optimistic concurrency control with Hudi's FileSystemBasedLockProvider (LAZY failed-write
+    cleaning) or with the lease alone (a killed writer's write rolled back at once), each killed twice at
     seeded random points (a crash point, or SIGKILL after a random delay) and restarted. Exactly once per
     writer, as Hudi's streaming sink keeps it per identifier (HoodieStreamingSink, `_hudi_streaming_sink_
     checkpoint`): every batch of each identifier is committed once, the backfill's files once
@@ -429,6 +431,7 @@ def test_a_stream_and_a_backfill_killed_at_random_points_each_commit_every_batch
                                  "_hoodie_is_deleted": [r[4] for r in rows_]}),
                        export / f"part-{i}.parquet")
     occ = {"hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL", "hoodie.write.lock.provider": FS_PROVIDER}
+    occ = occ if hudi_lock else {}
     config = tmp_path / "backfill.yaml"
     config.write_text(yaml.safe_dump({
         "table": {"path": str(table), "name": "events"},
