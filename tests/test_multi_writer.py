@@ -500,3 +500,22 @@ def test_a_stream_and_a_backfill_killed_at_random_points_each_commit_every_batch
     assert sorted(p.rsplit("/", 1)[-1] for p in loaded) == [f"part-{i}.parquet" for i in range(len(history))]
     assert not (table / ".hoodie" / "lock").exists()
     hudi_invariants.check(table, bucket_index=True)
+
+
+def test_cli_table_services_take_hudis_lock_under_occ(table_dir, capsys):
+    """Hudi's table services take the table lock (TransactionManager around scheduling, cleaning and
+    archiving) only with optimistic concurrency control (LockManager.lock checks the concurrency mode):
+    `ingest clean` given those settings refuses while a Hudi writer holds `.hoodie/lock`, runs once it is
+    released, and leaves no lock behind; without them it ignores the file, as Hudi's single writer does."""
+    from ingest import cli
+
+    LocalWriter(opts(table_dir)).write(rows(("a", "p", 1, "x")))
+    lock_file = table_dir / ".hoodie" / "lock"
+    lock_file.write_text(HUDI_LOCK)
+    sets = ["--set", "hudi.hoodie.write.concurrency.mode=OPTIMISTIC_CONCURRENCY_CONTROL",
+            "--set", f"hudi.hoodie.write.lock.provider={FS_PROVIDER}"]
+    assert cli.main(["clean", str(table_dir), *sets]) != 0
+    assert "Hudi's table lock" in capsys.readouterr().err and lock_file.read_text() == HUDI_LOCK
+    assert cli.main(["clean", str(table_dir)]) == 0
+    lock_file.unlink()
+    assert cli.main(["clean", str(table_dir), *sets]) == 0 and not lock_file.exists()
