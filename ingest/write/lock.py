@@ -1,4 +1,4 @@
-"""One writer per table: a lease with heartbeat and expiry, safe on object stores.
+"""One commit at a time per table: a lease with heartbeat and expiry, safe on object stores.
 
 Object stores have neither rename nor locks, but they do have put-if-absent. The lease is a series
 of epoch files `.hoodie/.aux/ingest/lock/writer.<epoch>.json`: acquiring means creating the next
