@@ -470,12 +470,10 @@ KEYS: tuple[Key, ...] = (
         "commit and leaves pending writes with a live heartbeat alone (failed writes are cleaned LAZY, as Hudi "
         "sets it in this mode).", default="SINGLE_WRITER", choices=("SINGLE_WRITER", "OPTIMISTIC_CONCURRENCY_CONTROL"),
         reason="ingest takes turns with other writers through a lock; non-blocking concurrency is not supported"),
-    Key("hudi.hoodie.write.lock.provider", Type.CHOICE, "Hudi's lock, with optimistic concurrency control: "
-        "ingest takes the lock file of Hudi's `FileSystemBasedLockProvider` as that provider does; give the "
-        "same settings to the Hudi writers.", choices=("org.apache.hudi.client.transaction.lock."
-                                                        "FileSystemBasedLockProvider",),
-        default_doc="none (Hudi: ZookeeperBasedLockProvider)",
-        reason="ingest can take only Hudi's file-system lock (ZooKeeper, DynamoDB and Hive locks need Java clients)"),
+    Key("hudi.hoodie.write.lock.provider", Type.STRING, "Hudi's lock, used with optimistic concurrency control "
+        "only (as by Hudi): then it must be `org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider`, "
+        "whose lock file ingest takes as that provider does (ZooKeeper, DynamoDB and Hive locks need Java "
+        "clients); give the Hudi writers the same settings.", default_doc="none (Hudi: ZookeeperBasedLockProvider)"),
     Key("hudi.hoodie.write.lock.filesystem.path", Type.STRING, "Folder of Hudi's lock file `lock` "
         "(FileSystemBasedLockProvider).", default_doc="the table's `.hoodie` folder"),
     Key("hudi.hoodie.write.lock.filesystem.expire", Type.INTEGER, "Minutes after its last modification when "
