@@ -8,6 +8,8 @@ struct; keys optionally skewed):
 
 * our sink: bulk load of `--rows` rows (parquet base files), then `--rounds` upsert micro-batches of
   `--upsert-rows` rows into that table (log mode), and the commit latency of many small batches;
+* the default configuration (key index, Hudi's SIMPLE: new keys into base files, small files first):
+  the same rows loaded, then the same upsert batches (`upsert_time_vs_spark_parquet_default_index`);
 * Spark's own parquet append of each upsert DataFrame (cached, so both writers read the same memory);
 * Spark's own shuffle of the same rows by key to as many tasks as our sink uses, handed to Python as
   Arrow batches that Python only counts: what any Python writer behind a shuffle pays before its
@@ -17,6 +19,10 @@ struct; keys optionally skewed):
 * the driver process's peak memory while upserting a batch and a batch 4x its size;
 * optionally (`--stream-batches N`), a long stream of small batches with inline table services:
   commit time of the last batch against the 20th, active timeline size, file slices per file group.
+
+`--kafka` measures the Kafka path instead (`jobs/benchmark_kafka.py`): `--rows` events as JSON on
+the embedded broker, streamed by `ingest stream --available-now`, against raw kafka-python and
+confluent-kafka consumers of the same topic and the sink alone on the same rows.
 
 Every path runs once on a small batch first (JVM, Python workers and imports warmed), and the
 upsert, parquet and merge times are medians over the rounds. Prints a table, then one JSON line.
@@ -66,6 +72,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--master", default=os.environ.get("INGEST_SPARK_MASTER", "local[2]"))
     p.add_argument("--workdir", default=None, help="where tables are written (default: a temp folder)")
     p.add_argument("--skip-delta", action="store_true", help="do not run the delta-rs comparison")
+    p.add_argument("--kafka", action="store_true",
+                   help="measure the Kafka path instead (stream vs raw consumers vs sink; see jobs/benchmark_kafka.py)")
+    p.add_argument("--kafka-partitions", type=int, default=4, help="--kafka: topic partitions, at least (default 4; more when the embedded broker's 5 MiB "
+                        "per partition would not hold the topic)")
+    p.add_argument("--kafka-batch-rows", type=int, default=None,
+                   help="--kafka: the stream's max_offsets_per_trigger (default: the whole topic in one batch)")
     return p.parse_args(argv)
 
 
@@ -146,7 +158,9 @@ def events(spark, n: int, *, key_offset: int = 0, key_space: int | None = None, 
     )
 
 
-def options(path: str, buckets: int, insert_mode: str = "log", services: bool = False):
+def options(path: str, buckets: int, insert_mode: str | None = "log", services: bool = False, index: str = "bucket"):
+    """The sink's options; `index="key"` with `insert_mode=None` is the default configuration (SIMPLE:
+    the key index, inserts into base files, small files first)."""
     from ingest.write.file_group_writer import InsertMode
     from ingest.write.options import IndexOptions, IndexType, WriteOptions
 
@@ -158,8 +172,8 @@ def options(path: str, buckets: int, insert_mode: str = "log", services: bool = 
             "hoodie.datasource.write.partitionpath.field": "region",
             "hoodie.datasource.write.precombine.field": "updated_at",
         },
-        index=IndexOptions(type=IndexType.BUCKET, bucket_count=buckets),
-        insert_mode=InsertMode(insert_mode),
+        index=IndexOptions(type=IndexType(index), bucket_count=buckets),
+        insert_mode=InsertMode(insert_mode) if insert_mode else None,
         checkpoint_id="benchmark",
     )
 
@@ -251,8 +265,12 @@ def warm_up(spark, work: Path) -> None:
         sink.write(df)
     with HudiSink(options(str(work / "warm"), 2), spark=spark) as sink:
         sink.write(df, batch=BatchId("warm", 0))
+    with HudiSink(options(str(work / "warm-key"), 2, insert_mode=None, index="key"), spark=spark) as sink:
+        sink.write(df, batch=BatchId("warm", 0))
+        sink.write(df, batch=BatchId("warm", 1))
     df.unpersist()
     shutil.rmtree(work / "warm", ignore_errors=True)
+    shutil.rmtree(work / "warm-key", ignore_errors=True)
     shutil.rmtree(work / "warm-parquet", ignore_errors=True)
 
 
@@ -309,6 +327,32 @@ def measure_sink(spark, args, work: Path) -> dict:
         out["small_batch_commit_p50_s"] = statistics.median(latencies)
         out["small_batch_commit_p95_s"] = sorted(latencies)[max(0, int(round(0.95 * len(latencies))) - 1)]
     out["table_rows_after"] = read_snapshot(HudiTable.open(table_path)).num_rows if args.rows <= 2_000_000 else None
+    return out
+
+
+def measure_default_index(spark, args, work: Path, parquet_append_s: float) -> dict:
+    """The default configuration's path: the key index (Hudi's SIMPLE), new keys into base files (small
+    files first, as Hudi's writer puts them), updates into logs; the same upsert batches as the bucket path."""
+    from ingest.spark.sink import HudiSink
+    from ingest.write.commit import BatchId
+
+    path = str(work / "hudi-default")
+    base = events(spark, args.rows, partitions=args.partitions).cache()
+    base.count()
+    out: dict = {}
+    with HudiSink(options(path, args.buckets, insert_mode=None, index="key"), spark=spark) as sink:
+        out["default_index_load_s"], _ = timed(lambda: sink.write(base, batch=BatchId("default", 0)))
+        base.unpersist()
+        times = []
+        for r in range(args.rounds):
+            upsert = upsert_batch(spark, args, r).cache()
+            upsert.count()
+            seconds, _ = timed(lambda upsert=upsert, r=r: sink.write(upsert, batch=BatchId("default", r + 1)))
+            times.append(seconds)
+            upsert.unpersist()
+    out["upsert_default_index_s"] = statistics.median(times)
+    out["upsert_default_index_rounds_s"] = times
+    out["upsert_time_vs_spark_parquet_default_index"] = out["upsert_default_index_s"] / parquet_append_s
     return out
 
 
@@ -422,6 +466,9 @@ def report(figures: dict) -> None:
         ("ingest upsert micro-batch, log mode (s, median)", figures.get("upsert_s")),
         ("  upsert time / Spark parquet append", figures.get("upsert_time_vs_spark_parquet")),
         ("  upsert rows/s", figures.get("upsert_rows_per_s")),
+        ("ingest upsert micro-batch, default index: key, inserts in base files (s, median)",
+         figures.get("upsert_default_index_s")),
+        ("  default index upsert time / Spark parquet append", figures.get("upsert_time_vs_spark_parquet_default_index")),
         ("delta-rs append of the base table (s)", figures.get("delta_append_s")),
         ("delta-rs merge of the upsert batch (s, median)", figures.get("delta_merge_s")),
         ("  upsert rows/s / delta-rs merge rows/s", figures.get("upsert_throughput_vs_delta_merge")),
@@ -440,6 +487,10 @@ def report(figures: dict) -> None:
             ("stream: active timeline instants", figures.get("stream_active_timeline_instants")),
             ("stream: max file slices per file group", figures.get("stream_max_slices_per_file_group")),
         ]
+    print_table(rows)
+
+
+def print_table(rows: list[tuple[str, object]]) -> None:
     width = max(len(r[0]) for r in rows)
     for label, value in rows:
         if value is None:
@@ -449,6 +500,10 @@ def report(figures: dict) -> None:
         else:
             text = f"{value:,}" if isinstance(value, int) else str(value)
         print(f"{label.ljust(width)}  {text}")
+
+
+def machine(spark, args) -> dict:
+    return {"cpus": os.cpu_count(), "master": args.master, "python": sys.version.split()[0], "spark": spark.version}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -461,8 +516,11 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     figures: dict = {}
+    if args.kafka:
+        return finish_kafka(spark, args, work)
     warm_up(spark, work)
     figures.update(measure_sink(spark, args, work))
+    figures.update(measure_default_index(spark, args, work, figures["spark_parquet_append_s"]))
     figures.update(measure_driver_memory(spark, args, work))
     figures.update(measure_encoder(spark, min(args.encoder_rows, args.rows)))
     if not args.skip_delta:
@@ -472,9 +530,21 @@ def main(argv: list[str] | None = None) -> int:
     figures.setdefault("upsert_throughput_vs_delta_merge", None)
     if args.stream_batches:
         figures.update(measure_stream(spark, args, work))
-    figures["machine"] = {"cpus": os.cpu_count(), "master": args.master, "python": sys.version.split()[0],
-                          "spark": spark.version}
+    figures["machine"] = machine(spark, args)
     report(figures)
+    print(json.dumps(figures, default=str))
+    spark.stop()
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+def finish_kafka(spark, args, work: Path) -> int:
+    """`--kafka`: the Kafka path's figures (jobs/benchmark_kafka.py), a table, then one JSON line."""
+    from benchmark_kafka import measure_kafka, report_kafka
+
+    figures = measure_kafka(spark, args, work)
+    figures["machine"] = machine(spark, args)
+    print_table(report_kafka(figures))
     print(json.dumps(figures, default=str))
     spark.stop()
     shutil.rmtree(work, ignore_errors=True)

@@ -22,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("table")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--index", default="bucket")
-    parser.add_argument("--insert-mode", default="log")
+    parser.add_argument("--insert-mode", default=None, help="default: log for bucket, base for key (as Hudi)")
     parser.add_argument("--parallelism", type=int, default=None, help="write tasks for every batch")
     parser.add_argument("--checkpoint-id", default="test-stream")
     parser.add_argument("--lock-wait", type=float, default=0.0, help="seconds a commit waits for another writer's")
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
             **dict(setting.split("=", 1) for setting in args.hudi),
         },
         index=IndexOptions(type=IndexType(args.index), bucket_count=2, shards=2),
-        insert_mode=InsertMode(args.insert_mode),
+        insert_mode=InsertMode(args.insert_mode) if args.insert_mode else None,
         checkpoint_id=args.checkpoint_id,
         lock_expiry_seconds=2.0,
         lock_wait_seconds=args.lock_wait,

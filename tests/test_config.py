@@ -70,7 +70,7 @@ def files_source(config: dict) -> None:
 
 
 COLUMNS = "order_id, region, amount, updated_at, _kafka_topic, _kafka_partition, _kafka_offset, _kafka_timestamp, " \
-          "_ingest_is_tombstone"
+          "_ingest_is_tombstone, _ingest_is_deleted"
 
 # (id, edit of the base config, --set items, the exact error line)
 ERRORS = [
@@ -86,9 +86,17 @@ ERRORS = [
     ("not a Hudi key in the hudi section", set_(("hudi", "recordkey.field"), "id"), [],
      "{file}: hudi.recordkey.field: unknown key: keys of the hudi section are Hudi's (hoodie.*); did you mean "
      "hudi.hoodie.datasource.write.recordkey.field?"),
-    ("refused Hudi key", set_(("hudi", "hoodie.deltastreamer.schemaprovider.registry.url"), "http://registry:8081"),
-     [], "{file}: hudi.hoodie.deltastreamer.schemaprovider.registry.url: is not supported: ingest reads no schema "
-     "registry: give source.schema_file, and source.schema_files_by_id for Confluent schema ids"),
+    ("refused Hudi key", set_(("hudi", "hoodie.deltastreamer.transformer.class"), "a.b.Transformer"),
+     [], "{file}: hudi.hoodie.deltastreamer.transformer.class: is not supported: ingest applies no transformers: "
+     "shape records before they reach the topic or files"),
+    ("schema registry for JSON values",
+     set_(("hudi", "hoodie.deltastreamer.schemaprovider.registry.url"), "http://r:8081/subjects/o-value/versions/latest"),
+     [], "{file}: hudi.hoodie.deltastreamer.schemaprovider.registry.url: a schema registry serves source.format "
+     "confluent_avro, not json"),
+    ("schema registry URL that names no subject version",
+     set_(("hudi", "hoodie.streamer.schemaprovider.registry.url"), "https://u:pw@r:8081"),
+     [], "{file}: hudi.hoodie.streamer.schemaprovider.registry.url: 'https://r:8081' is not a schema registry "
+     "subject version URL (http[s]://[user:pass@]host[:port][/path]/subjects/<subject>/versions/latest)"),
     ("wrong type: integer", set_(("source", "kafka", "max_offsets_per_trigger"), "lots"), [],
      "{file}: source.kafka.max_offsets_per_trigger: expected an integer, got 'lots'"),
     ("wrong type: boolean", set_(("hudi", HIVE), "yes please"), [],
@@ -320,6 +328,45 @@ def test_hudi_index_types_map_to_ours(tmp_path, index_type, kind, global_scope):
     assert config.hudi["hoodie.index.type"] == index_type
 
 
+@pytest.mark.parametrize("index_type", ["SIMPLE", "BLOOM", "GLOBAL_SIMPLE", "GLOBAL_BLOOM", "RECORD_INDEX"])
+def test_log_inserts_are_refused_with_an_index_that_cannot_index_log_files(tmp_path, index_type):
+    """Hudi's `HoodieIndex.canIndexLogFiles()` is false for HoodieSimpleIndex, HoodieBloomIndex, their global
+    forms and SparkMetadataTableRecordIndex, and `BaseSparkDeltaCommitActionExecutor.handleInsert` then
+    writes inserts to base files: keys we put in log files would be invisible to Hudi's writers. The
+    configuration is refused in one line naming both keys."""
+    config = base(tmp_path)
+    config["hudi"]["hoodie.index.type"] = index_type
+    config["write"] = {"insert_mode": "log"}
+    path = write(tmp_path, config)
+    with pytest.raises(ConfigError) as e:
+        load_config(path)
+    assert str(e.value) == (
+        f"{path}: write.insert_mode: is log, but hudi.hoodie.index.type {index_type} finds keys in base files only "
+        "(only BUCKET can index log files): Hudi's writers would not see these keys; use base")
+
+
+@pytest.mark.parametrize(("index_type", "mode"), [("BUCKET", "log"), ("SIMPLE", "base"), ("BLOOM", "base")])
+def test_insert_mode_defaults_to_where_hudis_writer_puts_inserts(tmp_path, index_type, mode):
+    """`BaseSparkDeltaCommitActionExecutor.handleInsert`: log files when `canIndexLogFiles()` (the bucket
+    index), base files otherwise; Hudi's sizing keys reach the writer with Hudi's defaults
+    (`HoodieCompactionConfig.PARQUET_SMALL_FILE_LIMIT` 100 MiB, `HoodieStorageConfig.PARQUET_MAX_FILE_SIZE`)."""
+    config = load_config(write(tmp_path, base(tmp_path)), [f"hudi.hoodie.index.type={index_type}"])
+    assert config.write.insert_mode.value == mode
+    assert config.settings["write.insert_mode"] == mode
+    assert config.write.small_files.small_file_limit == 104857600
+    assert config.write.file_group_max_bytes == 120 * 1024**2
+    tuned = load_config(write(tmp_path, base(tmp_path)), [
+        f"hudi.hoodie.index.type={index_type}", "hudi.hoodie.parquet.small.file.limit=0",
+        "hudi.hoodie.parquet.max.file.size=1000"])
+    assert tuned.write.small_files.small_file_limit == 0 and tuned.write.file_group_max_bytes == 1000
+
+
+def test_write_options_refuse_log_inserts_with_the_key_index():
+    """The same rule for writers built without a configuration file (`HoodieIndex.canIndexLogFiles`)."""
+    with pytest.raises(ConfigError, match="write.insert_mode"):
+        WriteOptions(table_path="/t", table_name="t", index=IndexOptions(type=IndexType.KEY), insert_mode="log")
+
+
 def test_env_interpolation(tmp_path):
     config = base(tmp_path)
     config["table"]["path"] = "${LAKE}/orders"
@@ -389,12 +436,12 @@ def test_unused_hudi_keys_are_kept_and_warned_about(tmp_path):
     config = base(tmp_path)
     config["hudi"]["hoodie.upsert.shuffle.parallelism"] = 200
     path = write(tmp_path, config)
-    loaded = load_config(path, ["hudi.hoodie.bulkinsert.shuffle.parallelism=4"])
+    loaded = load_config(path, ["hudi.hoodie.embed.timeline.server=false"])
     assert loaded.hudi["hoodie.upsert.shuffle.parallelism"] == "200"
-    assert loaded.write.hudi["hoodie.bulkinsert.shuffle.parallelism"] == "4"
+    assert loaded.write.hudi["hoodie.embed.timeline.server"] == "false"
     assert loaded.warnings == (
         f"{path}: hudi.hoodie.upsert.shuffle.parallelism: not used by ingest; kept with the Hudi settings",
-        "--set: hudi.hoodie.bulkinsert.shuffle.parallelism: not used by ingest; kept with the Hudi settings",
+        "--set: hudi.hoodie.embed.timeline.server: not used by ingest; kept with the Hudi settings",
     )
 
 
@@ -453,7 +500,7 @@ def secret_config(tmp_path: Path) -> dict:
     config["table"]["storage_options"] = {"key": "AKIA-${KAFKA_PASSWORD}", "client_kwargs": {
         "aws_secret_access_key": "${KAFKA_PASSWORD}"}}
     config["spark"] = {"conf": {"spark.hadoop.fs.s3a.secret.key": "${KAFKA_PASSWORD}"}}
-    config["hudi"]["hoodie.datasource.hive_sync.password"] = "${KAFKA_PASSWORD}"
+    config["hudi"]["hoodie.aws.secret.key"] = "${KAFKA_PASSWORD}"
     return config
 
 
@@ -486,7 +533,7 @@ def test_secrets_never_show_but_stay_usable(tmp_path, capsys):
 def test_secrets_are_not_repeated_by_error_messages(tmp_path, capsys):
     env = {"KAFKA_PASSWORD": SECRET}
     config = secret_config(tmp_path)
-    del config["hudi"]["hoodie.datasource.hive_sync.password"]
+    del config["hudi"]["hoodie.aws.secret.key"]
     # The secret also lands in a key that rejects it, read before any secret key: the message must
     # not repeat it.
     config["hudi"]["hoodie.index.type"] = "${KAFKA_PASSWORD}"
@@ -597,3 +644,118 @@ def test_base_config_is_not_shared_between_cases(tmp_path):
     second = copy.deepcopy(first)
     set_(("hudi", "hoodie.index.type"), "SIMPLE")(first)
     assert "hoodie.index.type" not in second["hudi"]
+
+
+# -- Kafka client options, checked before Spark starts -------------------------------------------------
+
+
+@pytest.mark.parametrize("implementation, option, value, expected", [
+    ("auto", "request.timeout.ms", "${KAFKA_TIMEOUT}", "must be an integer, got '<redacted>'"),
+    ("builtin", "auto.offset.reset", "${KAFKA_TIMEOUT}", "is not supported: offsets come from startingOffsets"),
+    ("python", "sasl.jaas.config", 'org.example.TokenLoginModule required token="${KAFKA_TIMEOUT}";',
+     "only PlainLoginModule and ScramLoginModule are understood"),
+    ("python", "fetch.max.wait", "${KAFKA_TIMEOUT}", "has no kafka-python equivalent"),
+])
+def test_kafka_client_options_are_checked_by_the_loader_without_their_environment_values(
+        tmp_path, implementation, option, value, expected):
+    """Kafka's client settings, not Hudi's: what ingest.spark.kafka_source builds its consumers from
+    (kafka-python's KafkaConsumer.DEFAULT_CONFIG names and types) is checked by load_config, and the
+    value `${KAFKA_TIMEOUT}` brought in is never shown."""
+    leaked = "30s-" + SECRET
+    config = base(tmp_path)
+    config["source"]["kafka"].update(implementation=implementation, options={option: value})
+    path = write(tmp_path, config)
+    with pytest.raises(ConfigError) as raised:
+        load_config(path, env={"KAFKA_TIMEOUT": leaked})
+    message = str(raised.value)
+    assert message.startswith(f"{path}: source.kafka.options.{option}: {expected}")
+    assert leaked not in message and SECRET not in message
+
+
+def test_kafka_client_options_for_spark_connector_are_not_held_to_kafka_pythons_reading(tmp_path):
+    """Spark's connector (KafkaSourceProvider) hands `kafka.*` to the Java client, which takes any
+    JAAS login module and settings kafka-python lacks; only their shared types are checked."""
+    config = base(tmp_path)
+    options = {"sasl.jaas.config": 'org.example.TokenLoginModule required token="t";', "fetch.max.wait": "x",
+               "request.timeout.ms": "30000"}
+    config["source"]["kafka"].update(implementation="builtin", options=options)
+    loaded = load_config(write(tmp_path, config))
+    assert dict(loaded.source.kafka.client_options)["fetch.max.wait"] == "x"
+    # A shared setting of the wrong type is still refused.
+    with pytest.raises(ConfigError, match="request.timeout.ms: must be an integer, got '30 s'"):
+        load_config(write(tmp_path, config), ["source.kafka.options.request.timeout.ms=30 s"])
+
+
+def test_readme_validate_config_example_runs_as_written(monkeypatch, capsys):
+    """Not a Hudi rule: the README's command, with the environment it names, validates the example."""
+    import shlex
+
+    line = next(line for line in (REPO / "README.md").read_text().splitlines()
+                if "ingest validate-config conf/" in line)
+    words = shlex.split(line)
+    for name in ("KAFKA_USER", "KAFKA_PASSWORD", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    while "=" in words[0]:
+        name, _, value = words.pop(0).partition("=")
+        monkeypatch.setenv(name, value)
+    assert words[:2] == ["ingest", "validate-config"]
+    monkeypatch.chdir(REPO)
+    assert cli.main(words[1:]) == 0, capsys.readouterr().err
+
+
+# -- Hudi keys ingest does not honour --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("key, value, expected", [
+    ("hoodie.write.table.version", 9, "'9' is not supported (accepted: 6): ingest writes table version 6"),
+    ("hoodie.table.version", "8", "'8' is not supported (accepted: 6): ingest writes table version 6"),
+    ("hoodie.datasource.hive_sync.mode", "jdbc", "ingest syncs through the metastore's Thrift API (hms)"),
+    ("hoodie.meta.sync.client.tool.class", "org.apache.hudi.gcp.bigquery.BigQuerySyncTool",
+     "names org.apache.hudi.gcp.bigquery.BigQuerySyncTool; ingest syncs with"),
+    ("hoodie.metadata.record.index.enable", "true", "is not supported (accepted: false): ingest does not maintain"),
+    ("hoodie.logfile.data.block.format", "parquet", "(accepted: avro): log data blocks are Avro"),
+    ("hoodie.parquet.outputtimestamptype", "TIMESTAMP_MILLIS", "(accepted: TIMESTAMP_MICROS)"),
+    ("hoodie.table.timeline.timezone", "LOCAL", "(accepted: UTC): instant times are UTC"),
+])
+def test_hudi_keys_that_change_what_is_written_are_refused(tmp_path, key, value, expected):
+    """HoodieWriteConfig.WRITE_TABLE_VERSION, HoodieTableConfig.VERSION / TIMELINE_TIMEZONE,
+    HiveSyncConfig.HIVE_SYNC_ENABLED, HoodieSyncConfig.META_SYNC_*, HoodieMetadataConfig.RECORD_INDEX_ENABLE_PROP,
+    HoodieStorageConfig.LOGFILE_DATA_BLOCK_FORMAT / PARQUET_OUTPUT_TIMESTAMP_TYPE: each changes what
+    Hudi writes or promises, so a value ingest does not honour is an error naming the key, never a warning."""
+    config = base(tmp_path)
+    config["hudi"][key] = value
+    path = write(tmp_path, config)
+    with pytest.raises(ConfigError) as raised:
+        load_config(path)
+    assert str(raised.value).startswith(f"{path}: hudi.{key}: ")
+    assert expected in str(raised.value)
+    with pytest.raises(ConfigError, match=f"--set: hudi.{key}: "):
+        load_config(write(tmp_path, base(tmp_path), "plain.yaml"), [f"hudi.{key}={keys.to_text(value)}"])
+
+
+def test_hudi_keys_given_what_ingest_does_are_accepted_without_a_warning(tmp_path):
+    """HoodieWriteConfig.WRITE_TABLE_VERSION = 6 and HiveSyncConfig.HIVE_SYNC_ENABLED = false say
+    what ingest does: accepted, passed on, and not reported as unused."""
+    config = base(tmp_path)
+    config["hudi"].update({"hoodie.write.table.version": 6, "hoodie.datasource.hive_sync.enable": "false",
+                           "hoodie.upsert.shuffle.parallelism": 8})
+    loaded = load_config(write(tmp_path, config))
+    assert loaded.hudi["hoodie.write.table.version"] == "6"
+    assert [w.split(": ")[1] for w in loaded.warnings] == ["hudi.hoodie.upsert.shuffle.parallelism"]
+
+
+def test_refused_hudi_keys_are_classified_once():
+    """Each refused key is classified in ingest/config/hudi_keys.py only: not also a registry key (which
+    would shadow it), not within the registry's typo distance, with the Hudi class that defines it and
+    what ingest does instead, and listed in docs/configuration.md."""
+    from ingest.config import hudi_keys
+
+    doc = (REPO / "docs" / "configuration.md").read_text()
+    for name, rule in hudi_keys.REFUSED.items():
+        assert keys.lookup(f"hudi.{name}") is None, name
+        assert keys.misspelt_hudi_key(f"hudi.{name}") is None, name
+        assert rule.instead and rule.source.startswith(("Hoodie", "HiveSync", "DataSource", "KeyGenerator")), name
+        assert f"| `{name}` |" in doc, name
+    assert hudi_keys.reference_table() in doc and hudi_keys.irrelevant_table() in doc
+    assert hudi_keys.refusal("hoodie.write.table.version", " 6 ") is None
+    assert hudi_keys.refusal("hoodie.upsert.shuffle.parallelism", "8") is None

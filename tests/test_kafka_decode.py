@@ -109,7 +109,7 @@ BAD_JSON = [
     (b'{"order_id": "a", "small": 128}', "field small"),
     (b'{"order_id": "a", "amount": "abc"}', "field amount"),
     (b'{"order_id": "a", "amount": 1.234}', "field amount"),
-    (b'{"order_id": "a", "price": NaN}', "field price"),
+    (b'{"order_id": "a", "price": "NaN"}', "field price"),
     (b'{"order_id": "a", "ok": 1}', "field ok: expected boolean, got number"),
     (b'{"order_id": "a", "updated_at": "yesterday"}', "field updated_at"),
     (b'{"order_id": "a", "updated_at": 1714550400}', "field updated_at: expected string, got number"),
@@ -165,7 +165,7 @@ def test_nested_not_null_applies_only_under_present_parents():
         2: "field s.a.b is required but missing or null",
         3: "field s.c[].x is required but missing or null",
         4: "field l[][]: '2024-01-32' is not a date (YYYY-MM-DD)",
-        5: "field s.c[].x: inf is not a finite float value",
+        5: "field s.c[].x: 1e+39 is beyond the range of FLOAT",
         6: "field s.a.d: 'May 1st' is not a date (YYYY-MM-DD)",
     }
 
@@ -436,3 +436,130 @@ def test_decode_in_spark_from_a_kafka_stream(spark, broker, tmp_path):  # noqa: 
     o2 = next(r for r in records if r["order_id"] == "o-2")
     assert (o2["amount"], o2["qty"], o2["_kafka_topic"]) == (Decimal("2.50"), 2, topic)
     assert set(INPUT_COLUMNS) <= set(errors[0])
+
+
+# -- Hudi's delete marker and non-finite doubles, through a real table -------------------------------
+
+MARKER_SCHEMA = "uuid STRING NOT NULL, city STRING, ts BIGINT, fare DOUBLE"
+
+
+def _write(path, messages):
+    from service_tables import options_for
+
+    from ingest.write.batch import LocalWriter
+
+    spec = decoder_spec("json", schema=MARKER_SCHEMA, key_fields=("uuid",))
+    decoded = decode_batch(kafka_rows([json.dumps(m, allow_nan=True).encode() for m in messages]), spec)
+    if decoded.records.num_rows:
+        LocalWriter(options_for(path)).write(decoded.records)
+    return decoded
+
+
+def test_hoodie_is_deleted_deletes_even_when_the_schema_does_not_declare_it(tmp_path):
+    """BaseAvroPayload.isDeleteRecord: a record whose `_hoodie_is_deleted` is Boolean true is a delete.
+    ingest reads the marker from a JSON message whether or not the declared schema names it (never an
+    upsert), and a marker that is not a boolean is a bad record naming the field."""
+    from service_tables import hudi_rs_rows
+
+    table = tmp_path / "trips"
+    first = _write(table, [{"uuid": u, "city": "chennai", "ts": 1, "fare": 1.0} for u in ("a", "b", "c")])
+    assert first.errors.num_rows == 0 and first.records.column("_ingest_is_deleted").to_pylist() == [False] * 3
+    second = _write(table, [
+        {"uuid": "a", "city": "chennai", "ts": 2, "fare": 2.0, "_hoodie_is_deleted": True},
+        {"uuid": "b", "city": "chennai", "ts": 2, "fare": 2.0, "_hoodie_is_deleted": "yes"},
+        {"uuid": "c", "city": "chennai", "ts": 2, "fare": 2.0, "_hoodie_is_deleted": False},
+    ])
+    assert "_hoodie_is_deleted" not in second.records.column_names  # not added to the table's columns
+    errors = errors_by_offset(second)
+    assert list(errors) == [1] and "_hoodie_is_deleted" in errors[1] and "boolean" in errors[1]
+    assert sorted(hudi_rs_rows(table)) == [("b", "chennai", 1, 1.0), ("c", "chennai", 2, 2.0)]
+
+
+def test_nan_and_infinities_are_written_where_the_type_allows(tmp_path):
+    """Avro's double and parquet's DOUBLE are IEEE 754 (Java reads them with Double.longBitsToDouble),
+    so NaN and infinities are values Hudi reads; JSON's bare NaN/Infinity/-Infinity (Jackson's
+    ALLOW_NON_NUMERIC_NUMBERS) are accepted in a plain DOUBLE column, refused in the ordering field."""
+    from service_tables import hudi_rs_rows
+
+    table = tmp_path / "trips"
+    decoded = _write(table, [
+        {"uuid": "n", "city": "chennai", "ts": 1, "fare": float("nan")},
+        {"uuid": "p", "city": "chennai", "ts": 1, "fare": float("inf")},
+        {"uuid": "m", "city": "chennai", "ts": 1, "fare": float("-inf")},
+    ])
+    assert decoded.errors.num_rows == 0
+    fares = {u: f for u, _, _, f in hudi_rs_rows(table)}
+    assert fares["p"] == float("inf") and fares["m"] == float("-inf") and fares["n"] != fares["n"]
+
+    spec = decoder_spec("json", schema="uuid STRING NOT NULL, small FLOAT, quoted DOUBLE", key_fields=("uuid",))
+    decoded = decode_batch(kafka_rows([b'{"uuid": "x", "small": 1e39}', b'{"uuid": "y", "quoted": "NaN"}',
+                                       b'{"uuid": "z", "small": -Infinity}']), spec)
+    errors = errors_by_offset(decoded)
+    assert "beyond the range of FLOAT" in errors[0] and "quoted" in errors[1] and 2 not in errors
+    assert decoded.records.column("small").to_pylist() == [float("-inf")]
+
+
+def test_nan_ordering_and_key_values_are_refused():
+    """DefaultHoodieRecordPayload compares ordering values with Comparable.compareTo, and Java's
+    Double.compareTo ranks NaN above every number: a NaN ordering value would always win in Hudi's
+    merge while Python comparisons say it loses, so ordering (and record key) fields refuse it."""
+    from ingest.hudi.key_generator import KeyGeneratorSpec
+    from ingest.write.records import prepare
+
+    spec = KeyGeneratorSpec.from_config({"hoodie.datasource.write.recordkey.field": "uuid"})
+    table = pa.table({"uuid": ["a", "b", "c"], "score": [1.0, float("nan"), float("inf")]})
+    prepared = prepare(table, spec, ordering_field="score")
+    assert prepared.records.column("uuid").to_pylist() == ["a"]
+    assert prepared.errors.column("_ingest_error").to_pylist() == [
+        "ordering field 'score' is nan: not a finite number (NaN and infinities are refused here)",
+        "ordering field 'score' is inf: not a finite number (NaN and infinities are refused here)"]
+
+
+def test_hoodie_is_deleted_in_a_confluent_writer_schema_the_declared_one_lacks(schema_files, tmp_path):
+    """BaseAvroPayload.isDeleteRecord reads `_hoodie_is_deleted` from the record as written: a writer
+    schema (by Confluent id) carrying the marker deletes, though the declared schema does not name it."""
+    v1, _ = schema_files
+    marked_schema = {**ORDER_AVRO, "fields": [*ORDER_AVRO["fields"],
+                                              {"name": "_hoodie_is_deleted", "type": ["null", "boolean"],
+                                               "default": None}]}
+    marked_file = tmp_path / "order-marked.avsc"
+    marked_file.write_text(json.dumps(marked_schema))
+    spec = decoder_spec("confluent-avro", schema_file=v1, schema_files_by_id={1: v1, 7: marked_file},
+                        key_fields=["order_id"])
+    decoded = decode_batch(kafka_rows([
+        framed(1, avro_bytes(ORDER_AVRO, order(1))),
+        framed(7, avro_bytes(marked_schema, {**order(2), "_hoodie_is_deleted": True})),
+        framed(7, avro_bytes(marked_schema, {**order(3), "_hoodie_is_deleted": None})),
+    ]), spec)
+    assert decoded.errors.num_rows == 0
+    assert decoded.records.select(["order_id", "_ingest_is_deleted"]).to_pylist() == [
+        {"order_id": "o-1", "_ingest_is_deleted": False},
+        {"order_id": "o-2", "_ingest_is_deleted": True},
+        {"order_id": "o-3", "_ingest_is_deleted": False},
+    ]
+    assert "_hoodie_is_deleted" not in decoded.records.column_names
+
+
+def test_nan_and_infinities_in_base_files_read_back_as_written(tmp_path):
+    """Parquet's DOUBLE is IEEE 754 little-endian, as Java's parquet reader takes it (HoodieParquetReader):
+    NaN and infinities written to base files (write.insert_mode base) read back unchanged."""
+    import dataclasses
+
+    import pyarrow.parquet as pq
+    from service_tables import hudi_rs_rows, options_for
+
+    from ingest.write.batch import LocalWriter
+    from ingest.write.file_group_writer import InsertMode
+
+    spec = decoder_spec("json", schema=MARKER_SCHEMA, key_fields=("uuid",))
+    decoded = decode_batch(kafka_rows([b'{"uuid": "n", "city": "chennai", "ts": 1, "fare": NaN}',
+                                       b'{"uuid": "p", "city": "chennai", "ts": 1, "fare": Infinity}',
+                                       b'{"uuid": "m", "city": "chennai", "ts": 1, "fare": -Infinity}']), spec)
+    table = tmp_path / "trips"
+    LocalWriter(dataclasses.replace(options_for(table), insert_mode=InsertMode.BASE)).write(decoded.records)
+    base_files = [f for f in table.rglob("*.parquet") if ".hoodie" not in f.relative_to(table).parts]
+    assert base_files and not [f for f in table.rglob("*.log.*") if ".hoodie" not in f.relative_to(table).parts]
+    written = {r["uuid"]: r["fare"] for f in base_files for r in pq.read_table(f).to_pylist()}
+    read = {u: f for u, _, _, f in hudi_rs_rows(table)}
+    for fares in (written, read):
+        assert fares["p"] == float("inf") and fares["m"] == float("-inf") and fares["n"] != fares["n"]

@@ -348,3 +348,41 @@ def test_fail_on_data_loss(spark, broker, tmp_path):  # noqa: F811
     sink = Collector()
     _run_available_now(spark, {**options, "failOnDataLoss": "false"}, tmp_path / "lenient", sink)
     assert sink.offsets() == [(topic, 0, 3), (topic, 0, 4)]
+
+
+# -- failures as one line naming our settings ---------------------------------------------------
+
+
+def test_data_loss_names_the_pipeline_setting(broker):  # noqa: F811
+    """Kafka's rule, not Hudi's (Spark's KafkaMicroBatchStream.reportDataLoss): the message names the
+    key a pipeline sets, source.kafka.fail_on_data_loss, not only Spark's option."""
+    topic = topic_name("lost")
+    broker.create_topic(topic, 1)
+    broker.produce(topic, [Message(f"v{i}".encode(), partition=0) for i in range(4)])
+    broker.delete_records(topic, 0, 2)
+    reader = KafkaStreamReader(parse_options(_options(broker, subscribe=topic)), kafka_schema())
+    try:
+        with pytest.raises(kafka_source.KafkaDataLossError) as raised:
+            reader.partitions({topic: {"0": 0}}, {topic: {"0": 4}})
+    finally:
+        reader.stop()
+    assert "offsets 0..1 were deleted before they were read" in str(raised.value)
+    assert "Set source.kafka.fail_on_data_loss: false" in str(raised.value)
+
+
+def test_a_broker_that_needs_api_version_fails_in_one_line_naming_the_setting(spark, broker, caplog):  # noqa: F811
+    """kafka-python's version probe does not recognise librdkafka's mock cluster; the bootstrap
+    failure is one line naming the servers, the time waited, the client's last complaint and
+    source.kafka.options.api.version, raised before Spark starts a query, without the client's
+    retry warnings (a few lines a second) in the log."""
+    options = {"kafka.bootstrap.servers": broker.bootstrap_servers, "kafka.bootstrap.timeout.ms": "1500",
+               "subscribe": "any"}
+    with pytest.raises(kafka_source.KafkaUnreachableError) as raised:
+        kafka_stream(spark, options, implementation="python")
+    message = str(raised.value)
+    assert "\n" not in message and raised.value.__cause__ is None
+    assert f"Kafka bootstrap from {broker.bootstrap_servers} failed after 1." in message
+    assert "; last: Bootstrap connection to bootstrap-" in message
+    assert "source.kafka.options.api.version, e.g. 2.3" in message
+    assert not [r for r in caplog.records if r.name.startswith("kafka")]
+    assert spark.streams.active == []

@@ -49,7 +49,7 @@ def spark_frame(spark, table: pa.Table):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("index", "insert_mode"), [("bucket", "log"), ("bucket", "base"), ("key", "log"), ("key", "base")])
+@pytest.mark.parametrize(("index", "insert_mode"), [("bucket", "log"), ("bucket", "base"), ("key", "base")])
 @settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(batches=st.lists(st.lists(operation, min_size=1, max_size=6), min_size=10, max_size=10))
 def test_micro_batches_match_the_model(spark, tmp_path_factory, index, insert_mode, batches):
@@ -70,7 +70,8 @@ def test_micro_batches_match_the_model(spark, tmp_path_factory, index, insert_mo
     assert our_rows(read_snapshot(table)) == expected_rows(model)
     assert len(table.timeline().completed(Action.DELTA_COMMIT)) == len(batches)
     check_hudi_rs(str(path), table)
-    assert hudi_invariants.check(path, bucket_index=index == "bucket")["schemas"] > 0
+    checked = hudi_invariants.check(path, bucket_index=index == "bucket")
+    assert checked["schemas"] > 0 and (index == "bucket" or checked["keys_in_base_files"] == len(model.rows()))
 
 
 def _writing_tasks(snapshot: pa.Table) -> dict[str, set[int]]:

@@ -135,8 +135,9 @@ def check_hudi_rs(path: str, table: HudiTable) -> int:
     return len(with_base)
 
 
-MODES = [("bucket", "log", False), ("bucket", "base", False), ("key", "log", False),
-         ("key", "base", False), ("key", "base", True)]
+# The key index stands for Hudi's SIMPLE/BLOOM/GLOBAL_*/RECORD_INDEX, which cannot index log files:
+# `insert_mode: log` is refused with it (tests/test_config.py), so it is written in base mode only.
+MODES = [("bucket", "log", False), ("bucket", "base", False), ("key", "base", False), ("key", "base", True)]
 
 
 @pytest.mark.slow
@@ -174,4 +175,5 @@ def test_table_matches_reference_model(tmp_path_factory, index, insert_mode, glo
         assert r[avro.PARTITION_PATH].startswith("city=")
     check_hudi_rs(str(path), table)
     checked = hudi_invariants.check(path, bucket_index=index == "bucket")
+    assert index == "bucket" or checked["keys_in_base_files"] == len(expected_rows(model))
     assert checked["schemas"] > 0 and (failed is None or checked["rollbacks"] > 0), checked

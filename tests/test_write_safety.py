@@ -210,8 +210,10 @@ def test_object_store_table_equals_local_table(s3, table_dir, index):
         {(i, t, v) for i, _, t, v in snapshot(table_dir)}
     storage = Storage(f"s3://lake/t_{index}", s3)
     logs = [e for e in storage.walk_files("") if ".log." in e.name]
-    # No append: every commit that touched a file group wrote a new log file version.
-    assert len(logs) >= 4
+    # No append: every commit that wrote log blocks wrote a new log file version. With the key index
+    # (an index that cannot index log files) new keys go to base files, as Hudi's writer puts them:
+    # only the update of a (batch 2) and the delete of c (batch 3) are log blocks.
+    assert len(logs) >= 4 if index == "bucket" else len(logs) == 2
     assert not [e for e in storage.walk_files("") if e.name.endswith(".tmp")]
 
 

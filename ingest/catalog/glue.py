@@ -4,7 +4,10 @@ The same tables and partitions as the Hive Metastore gets (`ingest.catalog.regis
 Glue's API: `CreateTable` with `EXTERNAL_TABLE`, `UpdateTable` (`SkipArchive` as
 `hoodie.datasource.meta.sync.glue.skip_table_archive` says), `BatchCreatePartition` and
 `BatchUpdatePartition` in requests of at most 100 partitions, `BatchDeletePartition` of at most 25.
-Locations are written `s3://` where the table's URL says `s3a://` (`s3aToS3`).
+Locations are written `s3://` where the table's URL says `s3a://` (`s3aToS3`). A new table also
+gets `hudi.metadata-listing-enabled` (Athena's switch for listing files through Hudi's metadata
+table; `FALSE`, since ingest writes no metadata table), between `EXTERNAL` and the other table
+properties, as `AWSGlueCatalogSyncClient.createTable` puts it.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from ingest.errors import IngestError
 EXTRA = "ingest[glue]"
 MAX_PARTITIONS_PER_REQUEST = 100
 MAX_DELETE_PARTITIONS_PER_REQUEST = 25
+METADATA_LISTING = "hudi.metadata-listing-enabled"
 
 
 def s3a_to_s3(url: str) -> str:
@@ -30,12 +34,17 @@ def _chunks(items: Sequence, size: int):
         yield items[i:i + size]
 
 
+def require_boto3():
+    try:
+        import boto3
+    except ImportError as e:
+        raise IngestError(f"syncing to AWS Glue needs the {EXTRA} extra: pip install '{EXTRA}'") from e
+    return boto3
+
+
 class GlueCatalog:
     def __init__(self, settings: SyncSettings):
-        try:
-            import boto3
-        except ImportError as e:
-            raise IngestError(f"syncing to AWS Glue needs the {EXTRA} extra: pip install '{EXTRA}'") from e
+        boto3 = require_boto3()
         self.glue = boto3.client("glue", region_name=settings.glue_region, endpoint_url=settings.glue_endpoint,
                                  **dict(settings.aws_credentials))
         self.skip_archive = settings.glue_skip_table_archive
@@ -86,8 +95,10 @@ class GlueCatalog:
                 "PartitionKeys": self._columns(table.partition_keys), "StorageDescriptor": self._sd(table, table.location)}
 
     def create_table(self, database: str, table: TableDefinition) -> None:
-        self.glue.create_table(DatabaseName=database, TableInput=self._table_input(table, dict(table.parameters)),
-                               **self.catalog)
+        parameters = {k: v for k, v in table.parameters.items() if k == "EXTERNAL"}
+        parameters[METADATA_LISTING] = "FALSE"
+        parameters.update(table.parameters)
+        self.glue.create_table(DatabaseName=database, TableInput=self._table_input(table, parameters), **self.catalog)
 
     def update_table(self, database: str, table: TableDefinition, parameters: dict[str, str]) -> None:
         self.glue.update_table(DatabaseName=database, TableInput=self._table_input(table, parameters),

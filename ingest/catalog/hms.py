@@ -22,7 +22,7 @@ from ingest.errors import IngestError
 EXTRA = "ingest[hive]"
 
 
-def _thrift():
+def require_hmsclient():
     try:
         from hmsclient import hmsclient
         from hmsclient.genthrift.hive_metastore import ttypes
@@ -33,7 +33,7 @@ def _thrift():
 
 class HiveMetastore:
     def __init__(self, uris: str):
-        hmsclient, self.t = _thrift()
+        hmsclient, self.t = require_hmsclient()
         self.description = f"the Hive Metastore at {uris}"
         errors = []
         for uri in [u.strip() for u in uris.split(",") if u.strip()]:
@@ -61,6 +61,9 @@ class HiveMetastore:
     def create_database(self, database: str) -> None:
         self.client.create_database(self.t.Database(name=database, description="automatically created by hoodie",
                                                     parameters={}))
+
+    def table_names(self, database: str) -> list[str]:
+        return sorted(self.client.get_all_tables(database))
 
     def get_table(self, database: str, name: str) -> CatalogTable | None:
         try:

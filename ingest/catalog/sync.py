@@ -4,12 +4,14 @@ Per table (`_ro` and `_rt`): the database is created when missing (`auto_create_
 table is created from the latest commit's schema, or its columns, serde and table parameters are
 brought up to date (`syncSchema`, `syncProperties`); then partitions. When the catalog has no
 `last_commit_time_sync`, or it is older than the start of the active timeline (archived), every
-partition on storage is compared with the catalog's (`syncAllPartitions`); otherwise only the
-partitions written by commits completed since, and those dropped since (`getWrittenPartitionsSince`,
-`getDroppedPartitionsSince`). A partition missing from the catalog is added, one whose location
-differs is updated, a dropped one is dropped (`getPartitionEvents`), in batches of `batch_num`.
+partition on storage is compared with the catalog's (`syncAllPartitions`, `getPartitionEvents`):
+missing ones are added, moved ones updated, the catalog's others dropped. Otherwise only the
+partitions written by the commits since (`TimelineUtils.getCommitsTimelineAfter`: after the last
+synced instant, plus "hollow" ones before it that completed after the last synced completion time)
+are looked at: each is dropped if it was dropped since (`TimelineUtils.getDroppedPartitions`),
+else added or updated. Locations are compared without scheme and authority, as Hudi compares them.
 Last, `last_commit_time_sync` and `last_commit_completion_time_sync` record the latest completed
-commit (`updateLastCommitTimeSynced`).
+commit and the latest completion time of the commits timeline (`updateLastCommitTimeSynced`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Protocol
+from urllib.parse import urlparse
 
 from ingest.catalog.registration import (
     LAST_COMMIT_COMPLETION_TIME_SYNC,
@@ -34,13 +37,12 @@ from ingest.hudi import avro_models
 from ingest.hudi import schema as avro
 from ingest.hudi.commit_metadata import decode_metadata
 from ingest.hudi.file_system_view import list_partitions
-from ingest.hudi.instant import Action, Instant, format_instant
+from ingest.hudi.instant import WRITE_ACTIONS, Action, Instant, format_instant
 from ingest.hudi.table import HudiTable
 from ingest.hudi.timeline import Timeline, instant_path, read_instant
 
 log = logging.getLogger(__name__)
 
-WRITE_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,7 @@ class SyncResult:
     dropped: int = 0
     last_commit: str | None = None
     seconds: float = 0.0
+    tool: str = ""                  # the Hudi sync tool class this sync stands for
 
     def text(self) -> str:
         what = []
@@ -107,33 +110,93 @@ def completion_time(table: HudiTable, timeline: Timeline, instant: Instant) -> s
     return format_instant(datetime.fromtimestamp(modified, timezone.utc), timeline.zone)
 
 
-def written_partitions_since(table: HudiTable, timeline: Timeline, since: str) -> set[str]:
-    """Partitions of the write stats (and replaced file groups) of commits after `since`."""
+class Commits:
+    """The completed commits timeline (`HoodieSyncClient.getActiveTimeline`: commits, delta commits,
+    replace commits and completed compactions); completion times and metadata are read once per sync."""
+
+    def __init__(self, table: HudiTable, timeline: Timeline):
+        self.table, self.timeline = table, timeline
+        self.instants = timeline.completed(*WRITE_ACTIONS)
+        self._completions: dict[str, str] = {}
+        self._metadata: dict[str, dict] = {}
+        self._cleaned: dict[str, str] | None = None
+
+    def completion(self, instant: Instant) -> str:
+        if instant.timestamp not in self._completions:
+            self._completions[instant.timestamp] = completion_time(self.table, self.timeline, instant)
+        return self._completions[instant.timestamp]
+
+    @property
+    def last(self) -> Instant | None:
+        return self.instants[-1] if self.instants else None
+
+    def latest_completion(self) -> str | None:
+        """`getLatestCompletionTime`: the last completion among them, whichever instant it was."""
+        return max((self.completion(i) for i in self.instants), default=None)
+
+    def after(self, since: str, since_completion: str | None) -> list[Instant]:
+        """`TimelineUtils.getCommitsTimelineAfter`: commits after `since`, and the hollow ones before it
+        that completed after `since_completion`."""
+        out = [i for i in self.instants if i.timestamp > since]
+        if since_completion:
+            out += [i for i in self.instants if i.timestamp < since and self.completion(i) > since_completion]
+        return sorted(out)
+
+    def metadata(self, instant: Instant) -> dict:
+        if instant.timestamp not in self._metadata:
+            raw = read_instant(self.table.storage, instant, self.timeline.layout)
+            self._metadata[instant.timestamp] = decode_metadata(raw)
+        return self._metadata[instant.timestamp]
+
+    def cleaned_partitions(self) -> dict[str, str]:
+        """Partitions a completed clean on the active timeline deleted whole, with the latest such clean."""
+        if self._cleaned is None:
+            self._cleaned = {}
+            for clean in self.timeline.completed(Action.CLEAN):
+                meta = avro_models.deserialize(read_instant(self.table.storage, clean, self.timeline.layout))
+                for partition, m in (meta.get("partitionMetadata") or {}).items():
+                    if m.get("isPartitionDeleted"):
+                        self._cleaned[partition] = clean.timestamp
+        return self._cleaned
+
+
+def written_partitions(commits: Commits, instants: Sequence[Instant]) -> set[str]:
+    """`TimelineUtils.getWrittenPartitions`: partitions of the write stats (and replaced file groups)."""
     out: set[str] = set()
-    for instant in timeline.completed(*WRITE_ACTIONS):
-        if instant.timestamp <= since:
-            continue
-        raw = decode_metadata(read_instant(table.storage, instant, timeline.layout))
+    for instant in instants:
+        raw = commits.metadata(instant)
         out.update((raw.get("partitionToWriteStats") or {}).keys())
         out.update((raw.get("partitionToReplaceFileIds") or {}).keys())
+    out.discard("")
     return out
 
 
-def dropped_partitions_since(table: HudiTable, timeline: Timeline, since: str) -> set[str]:
-    """`TimelineUtils.getDroppedPartitions`: partitions a clean deleted whole, or a DELETE_PARTITION replaced."""
-    out: set[str] = set()
-    for instant in timeline.completed(Action.CLEAN):
-        if instant.timestamp <= since:
-            continue
-        meta = avro_models.deserialize(read_instant(table.storage, instant, timeline.layout))
-        out.update(p for p, m in (meta.get("partitionMetadata") or {}).items() if m.get("isPartitionDeleted"))
-    for instant in timeline.completed(Action.REPLACE_COMMIT):
-        if instant.timestamp <= since:
-            continue
-        raw = decode_metadata(read_instant(table.storage, instant, timeline.layout))
-        if raw.get("operationType") == "DELETE_PARTITION":
-            out.update((raw.get("partitionToReplaceFileIds") or {}).keys())
-    return out
+def dropped_partitions(commits: Commits, instants: Sequence[Instant]) -> set[str]:
+    """`TimelineUtils.getDroppedPartitions`: partitions a DELETE_PARTITION among `instants` replaced, or a
+    clean anywhere on the active timeline deleted whole, unless a commit among `instants` wrote them at or
+    after that delete."""
+    deleted: dict[str, str] = {}
+    for instant in instants:
+        if instant.action is Action.REPLACE_COMMIT:
+            raw = commits.metadata(instant)
+            if raw.get("operationType") == "DELETE_PARTITION":
+                deleted.update(dict.fromkeys((raw.get("partitionToReplaceFileIds") or {}).keys(), instant.timestamp))
+    deleted.update(commits.cleaned_partitions())
+    if not deleted:
+        return set()
+    earliest = min(deleted.values())
+    written: dict[str, str] = {}
+    for instant in instants:
+        if instant.timestamp >= earliest:
+            written.update(dict.fromkeys((commits.metadata(instant).get("partitionToWriteStats") or {}).keys(),
+                                         instant.timestamp))
+    return {p for p, ts in deleted.items() if p and (p not in written or ts > written[p])}
+
+
+def path_only(url: str) -> str:
+    """`Path.getPathWithoutSchemeAndAuthority(...).toUri().getPath()`: how Hudi compares partition locations."""
+    path = urlparse(url).path if ("://" in url or url.startswith("file:")) else url
+    return path.rstrip("/") or "/"
 
 
 def _before_timeline_starts(timeline: Timeline, ts: str) -> bool:
@@ -145,7 +208,8 @@ def sync_table(table: HudiTable, settings: SyncSettings, client: CatalogClient) 
     """Register `table` in one catalog; idempotent."""
     started = time.monotonic()
     timeline = table.timeline()
-    last = timeline.last_completed(*WRITE_ACTIONS)
+    commits = Commits(table, timeline)
+    last = commits.last
     result = SyncResult(client.description, settings.database)
     if last is None:
         result.seconds = time.monotonic() - started
@@ -157,23 +221,27 @@ def sync_table(table: HudiTable, settings: SyncSettings, client: CatalogClient) 
             raise RuntimeError(f"database {settings.database} does not exist and "
                                "hoodie.datasource.hive_sync.auto_create_database is false")
         client.create_database(settings.database)
-    stamp = {LAST_COMMIT_TIME_SYNC: last.timestamp, LAST_COMMIT_COMPLETION_TIME_SYNC: completion_time(table, timeline, last)}
+    stamp = {LAST_COMMIT_TIME_SYNC: last.timestamp}
+    latest_completion = commits.latest_completion()
+    if latest_completion is not None:
+        stamp[LAST_COMMIT_COMPLETION_TIME_SYNC] = latest_completion
     for definition in definitions:
         result.tables.append(definition.name)
         existing = client.get_table(settings.database, definition.name)
         if existing is None:
             client.create_table(settings.database, definition)
             result.created.append(definition.name)
-            last_synced = None
+            synced = (None, None)
         else:
-            last_synced = existing.parameters.get(LAST_COMMIT_TIME_SYNC)
+            synced = (existing.parameters.get(LAST_COMMIT_TIME_SYNC),
+                      existing.parameters.get(LAST_COMMIT_COMPLETION_TIME_SYNC))
             wanted = {**existing.parameters, **definition.parameters}
             if (existing.columns != definition.columns or wanted != existing.parameters
                     or existing.serde_parameters != dict(definition.serde_parameters)):
                 if existing.columns != definition.columns:
                     result.schema_updated.append(definition.name)
                 client.update_table(settings.database, definition, wanted)
-        _sync_partitions(table, timeline, settings, client, definition, last_synced, result)
+        _sync_partitions(commits, settings, client, definition, synced, result)
         current = client.get_table(settings.database, definition.name)
         client.set_parameters(settings.database, definition.name, {**(current.parameters if current else {}), **stamp})
     result.last_commit = last.timestamp
@@ -181,24 +249,27 @@ def sync_table(table: HudiTable, settings: SyncSettings, client: CatalogClient) 
     return result
 
 
-def _sync_partitions(table: HudiTable, timeline: Timeline, settings: SyncSettings, client: CatalogClient,
-                     definition: TableDefinition, last_synced: str | None, result: SyncResult) -> None:
+def _sync_partitions(commits: Commits, settings: SyncSettings, client: CatalogClient, definition: TableDefinition,
+                     synced: tuple[str | None, str | None], result: SyncResult) -> None:
     if not settings.partition_fields:
         return
-    in_catalog = client.partitions(settings.database, definition.name)
+    table, timeline = commits.table, commits.timeline
+    last_synced, last_completion = synced
+    in_catalog = {values: path_only(loc) for values, loc in client.partitions(settings.database,
+                                                                              definition.name).items()}
     base = table.base_url
     if last_synced is None or _before_timeline_starts(timeline, last_synced):
-        on_storage = [partition_definition(settings, base, p) for p in list_partitions(table.storage)]
-        present = {p.values for p in on_storage}
+        candidates = [partition_definition(settings, base, p) for p in list_partitions(table.storage) if p]
+        present = {p.values for p in candidates}
         dropped = [PartitionDefinition("", values, loc) for values, loc in in_catalog.items() if values not in present]
-        candidates = on_storage
     else:
-        written = written_partitions_since(table, timeline, last_synced)
-        gone = dropped_partitions_since(table, timeline, last_synced)
+        since = commits.after(last_synced, last_completion)
+        written = written_partitions(commits, since)
+        gone = dropped_partitions(commits, since) & written
         candidates = [partition_definition(settings, base, p) for p in sorted(written - gone)]
         dropped = [d for d in (partition_definition(settings, base, p) for p in sorted(gone)) if d.values in in_catalog]
     added = [p for p in candidates if p.values not in in_catalog]
-    updated = [p for p in candidates if p.values in in_catalog and in_catalog[p.values] != p.location]
+    updated = [p for p in candidates if p.values in in_catalog and in_catalog[p.values] != path_only(p.location)]
     for batch in _batches(added, settings.batch_num):
         client.add_partitions(settings.database, definition, batch)
     for batch in _batches(updated, settings.batch_num):

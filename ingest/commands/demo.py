@@ -1,10 +1,12 @@
 """`ingest demo`: stream sample orders through an embedded Kafka broker into a table, and show it.
 
-    ingest demo [--dir FOLDER]
+    ingest demo [--dir FOLDER] [--sync]
 
 Needs nothing running: the broker is embedded and Spark runs locally. Prints the table and the
 quarantine on stdout (progress is logged on stderr); the table, checkpoint and quarantine stay in
-the folder (a new temporary one by default) for `ingest inspect` and friends.
+the folder (a new temporary one by default) for `ingest inspect` and friends. With `--sync`, an
+embedded Hive Metastore (Hive 2.3's, from PySpark's jars) is started in the folder, the stream syncs
+the table to it after each commit, and the registered tables and partitions are printed too.
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "conf/demo.yaml, and print the table and the quarantine.")
     parser.add_argument("--dir", metavar="FOLDER", help="where the table, checkpoint and quarantine go "
                         "(an empty or new folder; default: a new temporary folder, kept)")
+    parser.add_argument("--sync", action="store_true", help="also start an embedded Hive Metastore, sync the "
+                        "table to it after each commit and print the registered tables and partitions "
+                        "(needs the ingest[hive] extra)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
     parser.set_defaults(func=run)
 
@@ -76,6 +81,14 @@ def show(out: TextIO, result) -> None:
     else:
         out.write(f" ({bad.num_rows} message(s)):\n\n")
         table_text(out, _quarantine_view(bad), max_width=MAX_CELL)
+    if result.metastore_uri:
+        database = config.catalog.database
+        out.write(f"\nRegistered in the embedded Hive Metastore ({result.metastore_uri}, now stopped), "
+                  f"database {database}:\n\n")
+        registered = pa.table({"table": [t.name for t in result.registered],
+                               "columns": [t.columns for t in result.registered],
+                               "partitions": [" ".join(t.partitions) for t in result.registered]})
+        table_text(out, registered, max_width=MAX_CELL)
     out.write(f"\nEverything stays in {result.folder}. Look around:\n"
               f"  ingest read {config.table.path} --format table\n"
               f"  ingest inspect table {config.table.path}\n"
@@ -88,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
 
     logs.configure(args.verbose)
     started = time.monotonic()
-    result = run_demo(args.dir)
+    result = run_demo(args.dir, sync=args.sync)
     show(sys.stdout, result)
     print(f"(demo took {time.monotonic() - started:.0f}s)", file=sys.stderr)
     return 0

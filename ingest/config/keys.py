@@ -19,13 +19,19 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from ingest.config.hudi_keys import irrelevant_table as _irrelevant_table
+from ingest.config.hudi_keys import reference_table as _refused_table
+
 REDACTED = "<redacted>"
 
 # Names of secret settings: Kafka's sasl.jaas.config and ssl.*.password, fsspec's `secret`/`token`,
 # Spark's fs.s3a.secret.key, Azure account keys... Matched against the full name, map entries included.
 _SECRET_NAME = re.compile(
     r"password|passwd|secret|token|credential|jaas|private[._-]?key|account[._-]?key|access[._-]?key"
-    r"|connection[._-]?string",
+    r"|connection[._-]?string"
+    # Schema registry URLs may carry `user:password@` (HoodieStreamer's SchemaRegistryProvider sends it as
+    # basic auth): the whole URL is a secret; messages show it without the credentials.
+    r"|schemaprovider\.registry\.(?:target|base)?url$",
     re.IGNORECASE,
 )
 
@@ -149,7 +155,7 @@ SECTIONS: Mapping[str, str] = {
     "quarantine": "Where records that cannot be written go, when `stream.on_error` is `quarantine`.",
     "spark": "The Spark session the job starts.",
 }
-GROUPS = frozenset({*SECTIONS, "source.kafka", "source.files"})
+GROUPS = frozenset({*SECTIONS, "source.kafka", "source.files", "source.schema_registry"})
 
 KEYS: tuple[Key, ...] = (
     # -- table ------------------------------------------------------------------------------------
@@ -314,6 +320,10 @@ KEYS: tuple[Key, ...] = (
     Key("hudi.hoodie.aws.session.token", Type.STRING, "AWS Glue: session token."),
     Key("hudi.hoodie.datasource.meta.sync.glue.catalogId", Type.STRING, "AWS Glue: the catalog (account) id.",
         default_doc="the caller's account"),
+    Key("hudi.hoodie.datasource.meta.sync.glue.skip_table_archive", Type.BOOLEAN, "AWS Glue: update tables "
+        "without archiving their previous version (`UpdateTable`'s `SkipArchive`).", default=True),
+    Key("hudi.hoodie.meta_sync.spark.version", Type.STRING, "Recorded as the tables' "
+        "`spark.sql.create.version` parameter when given."),
     # -- hudi: metrics (HoodieMetricsConfig, HoodieMetricsPrometheusConfig) --
     Key("hudi.hoodie.metrics.on", Type.BOOLEAN, "Report per-commit metrics under Hudi's `HoodieMetrics` names "
         "(see *Metrics* above).", default=False),
@@ -349,9 +359,27 @@ KEYS: tuple[Key, ...] = (
     Key("hudi.hoodie.compaction.target.io", Type.INTEGER, "BoundedIO strategies: megabytes of IO one "
         "compaction may plan.", default=500 * 1024, minimum=0, service=True),
     Key("hudi.hoodie.parquet.max.file.size", Type.INTEGER, "Target base file size in bytes; compaction "
-        "estimates its IO with it, and a `bulk_insert` writes base files of this size, as Hudi's bulk insert does. "
-        "(Other inserts are sized by `write.file_group_max_bytes`.)",
+        "estimates its IO with it, a `bulk_insert` writes base files of this size, as Hudi's bulk insert does, "
+        "and other inserts with an index other than BUCKET fill small files and new base files up to it "
+        "(unless `write.file_group_max_bytes` says otherwise).",
         default=120 * 1024**2, minimum=1, service=True),
+    Key("hudi.hoodie.parquet.small.file.limit", Type.INTEGER, "Index other than BUCKET: a file group whose "
+        "latest slice is a base file smaller than this, without log files, takes new keys, rewritten into a new "
+        "base file with them (and that batch's updates and deletes to it), as Hudi's Merge-On-Read writer does "
+        "for an index that cannot index log files. 0: never; every batch's new keys open new file groups.",
+        default=104857600, minimum=0),
+    Key("hudi.hoodie.merge.small.file.group.candidates.limit", Type.INTEGER, "Index other than BUCKET: how "
+        "many small files per partition take new keys in one commit, smallest first.", default=1, minimum=0),
+    Key("hudi.hoodie.copyonwrite.record.size.estimate", Type.INTEGER, "Index other than BUCKET: bytes per "
+        "record assumed when sizing files for new keys, until a commit (a compaction) wrote more than "
+        "`hoodie.record.size.estimation.threshold` times the small file limit.", default=1024, minimum=1),
+    Key("hudi.hoodie.record.size.estimation.threshold", Type.NUMBER, "Index other than BUCKET: see "
+        "`hoodie.copyonwrite.record.size.estimate`.", default=1.0, minimum=0),
+    Key("hudi.hoodie.copyonwrite.insert.split.size", Type.INTEGER, "Index other than BUCKET: new keys per "
+        "new file group when `hoodie.copyonwrite.insert.auto.split` is false.", default=500000, minimum=1),
+    Key("hudi.hoodie.copyonwrite.insert.auto.split", Type.BOOLEAN, "Index other than BUCKET: size new file "
+        "groups to the max file size over the bytes per record, instead of the insert split size.",
+        default=True),
     Key("hudi.hoodie.clean.automatic", Type.BOOLEAN, "Clean old file slices after commits.", default=True,
         service=True),
     Key("hudi.hoodie.cleaner.policy", Type.CHOICE, "What the cleaner keeps.",
@@ -382,9 +410,30 @@ KEYS: tuple[Key, ...] = (
     Key("hudi.hoodie.commits.archival.batch", Type.INTEGER, "Archived instants per block of the archive.",
         default=10, minimum=1, service=True),
     # -- hudi: HoodieStreamer settings without an equivalent ------------------------------------
-    Key("hudi.hoodie.streamer.schemaprovider.registry.url", Type.REFUSED, "HoodieStreamer's schema registry.",
-        reason="ingest reads no schema registry: give source.schema_file, and source.schema_files_by_id for "
-        "Confluent schema ids", aliases=("hudi.hoodie.deltastreamer.schemaprovider.registry.url",)),
+    # -- hudi: HoodieStreamer's SchemaRegistryProvider (confluent_avro values) --------------------
+    Key("hudi.hoodie.streamer.schemaprovider.registry.url", Type.STRING, "confluent_avro: the Confluent Schema "
+        "Registry subject version records are read as, `http[s]://[user:pass@]host:port/subjects/<subject>/"
+        "versions/latest`; fetched again before every batch, so a new version reaches the next commit. "
+        "Credentials in the URL are sent as basic auth. The writer schema of each message's schema id comes "
+        "from the same registry (once per executor process); an id it does not know is a bad record, a "
+        "registry that does not answer fails the batch.",
+        aliases=_streamer("schemaprovider.registry.url")[1:]),
+    Key("hudi.hoodie.streamer.schemaprovider.registry.targetUrl", Type.STRING, "The subject version whose "
+        "schema gives the table's columns (a nullable field added in a new version becomes a new column).",
+        default_doc="`registry.url`", aliases=_streamer("schemaprovider.registry.targetUrl")[1:]),
+    Key("hudi.hoodie.streamer.schemaprovider.registry.baseUrl", Type.STRING, "Without `registry.url` / "
+        "`registry.targetUrl`: they are this + the topic + `urlSuffix` (HoodieMultiTableStreamer's rule), "
+        "e.g. `https://host:8081/subjects/`; needs exactly one topic.",
+        aliases=_streamer("schemaprovider.registry.baseUrl")[1:]),
+    Key("hudi.hoodie.streamer.schemaprovider.registry.urlSuffix", Type.STRING, "What follows the topic in "
+        "subject URLs built from `baseUrl`, e.g. `-value/versions/latest`.",
+        aliases=_streamer("schemaprovider.registry.urlSuffix")[1:]),
+    Key("hudi.hoodie.streamer.schemaprovider.registry.sourceUrlSuffix", Type.STRING, "Without `urlSuffix`: "
+        "the suffix of the source subject URL built from `baseUrl`.",
+        aliases=_streamer("schemaprovider.registry.sourceUrlSuffix")[1:]),
+    Key("hudi.hoodie.streamer.schemaprovider.registry.targetUrlSuffix", Type.STRING, "Without `urlSuffix`: "
+        "the suffix of the target subject URL built from `baseUrl`.",
+        aliases=_streamer("schemaprovider.registry.targetUrlSuffix")[1:]),
     Key("hudi.hoodie.streamer.transformer.class", Type.REFUSED, "HoodieStreamer's transformers.",
         reason="ingest applies no transformers: shape records before they reach the topic or files",
         aliases=_streamer("transformer.class")[1:]),
@@ -408,7 +457,10 @@ KEYS: tuple[Key, ...] = (
         choices=("auto", "builtin", "python")),
     Key("source.kafka.options", Type.TEXT_MAP, "Kafka client properties, passed as `kafka.<name>` "
         "(`security.protocol`, `sasl.mechanism`, `sasl.jaas.config`, `ssl.truststore.location`, `group.id`, "
-        "...). Secret ones are redacted.", default={}),
+        "...), checked when the file is read (names and types kafka-python takes for the Python source). "
+        "`api.version` (e.g. `2.3`) skips kafka-python's broker version probe: older brokers and librdkafka's "
+        "mock cluster need it (else the bootstrap fails, naming this setting). Secret ones are redacted.",
+        default={}),
     Key("source.files.path", Type.STRING, "Folder (or glob) of input files, any fsspec/Hadoop URL Spark reads.",
         aliases=_streamer("source.dfs.root")),
     Key("source.files.format", Type.CHOICE, "Input file format.", default="parquet",
@@ -417,13 +469,26 @@ KEYS: tuple[Key, ...] = (
     Key("source.files.max_files_per_trigger", Type.INTEGER, "At most this many files per batch. Unset: all.",
         minimum=1),
     Key("source.format", Type.CHOICE, "Kafka message value encoding: JSON objects, Avro binary, or Confluent's "
-        "framed Avro (magic byte and schema id).", default="json", choices=("json", "avro", "confluent_avro")),
+        "framed Avro (magic byte and schema id). JSON FLOAT/DOUBLE values may be the bare literals `NaN`, "
+        "`Infinity`, `-Infinity` (as Python's json and Jackson's ALLOW_NON_NUMERIC_NUMBERS write them; quoted "
+        "\"NaN\" is an error), refused in the ordering and record key fields. `_hoodie_is_deleted: true` deletes "
+        "the record whether or not the schema declares the column.", default="json", choices=("json", "avro", "confluent_avro")),
     Key("source.schema", Type.STRING, "Schema of the records as Spark DDL (`order_id STRING NOT NULL, amount "
         "DECIMAL(12,2), ...`); JSON values and files only. Or `schema_file`."),
     Key("source.schema_file", Type.STRING, "Avro schema (.avsc) of the records. A relative path is relative to "
         "the configuration file. Or `schema`.", aliases=_streamer("schemaprovider.source.schema.file")),
     Key("source.schema_files_by_id", Type.ID_MAP, "confluent_avro: the writer schema file registered under each "
         "schema id (ids not listed are bad records).", default={}),
+    Key("source.schema_registry.ssl_ca_location", Type.STRING, "Schema registry over TLS: the CA certificate "
+        "(PEM file or folder) that signs the registry's certificate (Hudi's `schema.registry.ssl.truststore.*` "
+        "are Java key stores).", default_doc="the system's CAs"),
+    Key("source.schema_registry.ssl_certificate_location", Type.STRING, "Schema registry over mutual TLS: "
+        "this client's certificate (PEM; may hold the key too)."),
+    Key("source.schema_registry.ssl_key_location", Type.STRING, "Schema registry over mutual TLS: this "
+        "client's private key (PEM)."),
+    Key("source.schema_registry.ssl_key_password", Type.STRING, "The password of `ssl_key_location`'s key."),
+    Key("source.schema_registry.timeout_seconds", Type.NUMBER, "How long a schema registry request may take "
+        "before it counts as the registry not answering.", default=30.0, minimum=0.1),
     Key("source.key_fields", Type.LIST, "Columns that form the record key; tombstones (null values) fill them "
         "from the Kafka key and delete the record.",
         default_doc="the record key fields, when they are all top-level columns"),
@@ -442,12 +507,14 @@ KEYS: tuple[Key, ...] = (
         aliases=_streamer("source.sanitize.invalid.char.mask")),
     # -- write ------------------------------------------------------------------------------------
     Key("write.insert_mode", Type.CHOICE, "New records go to log files (`log`: cheap, compaction makes base "
-        "files later) or straight to base files (`base`: readers that skip logs see them).", default="log",
-        choices=("log", "base")),
+        "files later; BUCKET only, the one index Hudi's writers use that can find keys in log files) or to base "
+        "files (`base`: readers that skip logs see them, and Hudi's SIMPLE, BLOOM, GLOBAL_* and RECORD_INDEX "
+        "writers find them).", choices=("log", "base"),
+        default_doc="log with BUCKET, base with every other index type"),
     Key("write.delete_flag_column", Type.STRING, "A boolean column that, when true, makes the record a delete "
         "(besides Hudi's `_hoodie_is_deleted`)."),
-    Key("write.file_group_max_bytes", Type.SIZE, "Inserts go to a file group while its file slice (base file "
-        "and logs) is smaller than this.", default=120 * 1024**2, minimum=1),
+    Key("write.file_group_max_bytes", Type.SIZE, "Index other than BUCKET: the size inserts fill small files "
+        "and new file groups to.", default_doc="`hoodie.parquet.max.file.size`", minimum=1),
     Key("write.key_index_shards", Type.INTEGER, "Key index (every index type but BUCKET): shards of the "
         "persisted record key index.", default=8, minimum=1),
     Key("write.jvm_timezone", Type.STRING, "Default time zone of the JVMs of Hudi writers sharing the table; "
@@ -802,7 +869,9 @@ A setting is secret when its last name segment is `key` (s3fs's access key id), 
 name, map entries included, contains `password`, `passwd`, `secret`, `token`, `credential`,
 `jaas`, `private.key`, `account.key`, `access.key` or `connection.string` (with `.`, `_` or `-`
 between words) and does not end in `provider`, `type`, `class`, `location`, `path` or `file` (those
-point at a secret rather than hold one). Secret values are shown as `<redacted>` in
+point at a secret rather than hold one). Schema registry URLs (`schemaprovider.registry.url`,
+`targetUrl`, `baseUrl`) are secret too, as they may carry `user:password@`; messages about the
+registry name it without the credentials. Secret values are shown as `<redacted>` in
 `validate-config` output, in the configuration's `repr`, in `PipelineConfig.redacted()` (what jobs
 record in commit metadata) and in logs; error messages never repeat them. Keep them out of the
 file with `${NAME}`.
@@ -815,15 +884,29 @@ Spark datasource properties carry over. A `hoodie.*` key not listed below:
 - is an error when it is at most two edits (a letter added, dropped or changed, two letters
   swapped) from a listed key: a likely typo (`hoodie.datasource.write.hive_style_partitoning`),
   and the listed key is suggested. No key Hudi defines is that close to a listed one;
+- is refused when it would change what is written or what the table promises and ingest does not
+  honour it (see *Hudi keys ingest refuses* below): the error names the key and what ingest does
+  instead; the value that says what ingest does anyway is accepted;
 - otherwise is kept, passed on with the other Hudi settings, and reported as a warning naming it
   as unused. Properties files written for Hudi's own writers carry many settings that only matter
-  to them (parallelism, hive sync, ...); refusing those would make moving over needlessly hard,
-  while ignoring them silently would hide a setting someone expects to act.
+  to them (parallelism, caching, marker types, ...); refusing those would make moving over
+  needlessly hard, while ignoring them silently would hide a setting someone expects to act.
 
 Some Hudi keys are listed only to refuse values ingest cannot honour (a copy-on-write table type,
 the metadata table, a custom index class): ignoring them would change what the table means.
 In the `hudi` section keys not starting with `hoodie.` are errors; in the other sections every
 unknown key is.
+
+### Hudi keys ingest refuses
+
+Generated from `ingest/config/hudi_keys.py`, where each is classified:
+
+{refused}
+
+These families (but their keys listed in the tables of this page), like every other `hoodie.*` key
+not listed here, are kept with a warning:
+
+{irrelevant}
 
 ### HoodieStreamer keys
 
@@ -833,7 +916,8 @@ have a clear equivalent and are read as it; give one spelling only, or the same 
 {streamer}
 
 Other HoodieStreamer properties are kept and warned about like any unused Hudi key, except
-`schemaprovider.registry.url` and `transformer.class`, which are refused (see below). Kafka client
+`transformer.class`, which is refused (see below); the `schemaprovider.registry.*` keys are read as
+HoodieStreamer's SchemaRegistryProvider reads them (`source.format: confluent_avro`). Kafka client
 properties (`bootstrap.servers`, `security.protocol`, ...) go under `source.kafka`.
 
 ### Index types
@@ -880,6 +964,26 @@ becomes `_`, as Hudi's `DropwizardExports` does): for a table `orders`,
 | `orders_ingest_kafkaLag{topic,partition}` | messages behind each Kafka partition after the last batch |
 
 `CONSOLE` logs the same figures in one line per commit (`metrics: orders.deltacommit.totalRecordsWritten=...`).
+With catalog sync on, `orders_ingest_syncConsecutiveFailures` counts the failed syncs since the last
+that worked, and `orders_deltastreamer_HiveSyncTool` (or `orders_deltastreamer_AwsGlueCatalogSyncTool`)
+is the last sync's milliseconds, as Hudi's streamer reports it (`HoodieStreamerMetrics`).
+
+### Catalog sync
+
+With `hoodie.datasource.meta.sync.enable: true` (or `hoodie.datasource.hive_sync.enable`) the stream
+and the backfill register the table after every commit, as Hudi's `HiveSyncTool` and
+`AwsGlueCatalogSyncTool` do: a Merge-On-Read table becomes `<table>_ro` (read optimized, base files)
+and `<table>_rt` (snapshot), with the latest commit's columns, the partition columns, the Spark data
+source properties and `last_commit_time_sync`; partitions written since the last sync are added,
+moved ones updated, dropped ones dropped. `hoodie.meta.sync.client.tool.class` picks the catalog:
+`org.apache.hudi.hive.HiveSyncTool` (default; a Hive Metastore at
+`hoodie.datasource.hive_sync.metastore.uris`, needs `pip install 'ingest[hive]'`) or
+`org.apache.hudi.aws.sync.AwsGlueCatalogSyncTool` (AWS Glue, `hoodie.aws.*`, needs
+`pip install 'ingest[glue]'`), or both, comma-separated. A sync that fails leaves the commit
+committed, is logged naming the catalog, database and table, shows as `sync=failed(N)` in the batch
+line, and is retried after the next commit; more than `write.sync_failures_allowed` failures in a
+row fail the job. `ingest sync --config FILE` or `ingest sync --path PATH --set KEY=VALUE` syncs on
+demand; running it again changes nothing.
 """
 
 
@@ -904,7 +1008,8 @@ def _index_table() -> str:
 
 def reference_markdown() -> str:
     """`docs/configuration.md`: the prose above and a table of every key, section by section."""
-    parts = [_INTRO.replace("{streamer}", _streamer_table()).replace("{index}", _index_table())]
+    parts = [_INTRO.replace("{streamer}", _streamer_table()).replace("{index}", _index_table())
+             .replace("{refused}", _refused_table()).replace("{irrelevant}", _irrelevant_table())]
     for section, about in SECTIONS.items():
         rows = [_row(key) for key in KEYS if key.section == section]
         parts.append(f"## `{section}`\n\n{about}\n\n| Key | Type | Default | Secret | Meaning |\n"

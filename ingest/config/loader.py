@@ -32,6 +32,7 @@ import yaml
 
 from ingest.catalog.settings import TOOLS, SyncSettings, tool_classes
 from ingest.catalog.settings import Key as SYNC_KEYS
+from ingest.config import hudi_keys
 from ingest.config import keys as K
 from ingest.config.keys import HUDI, Key, Secret, Type
 from ingest.config.pipeline import (
@@ -55,10 +56,12 @@ from ingest.hudi.bucket_index import hash_fields_from_config
 from ingest.hudi.heartbeat import HeartbeatSettings
 from ingest.hudi.lock_provider import LockSettings
 from ingest.hudi.table_config import PROPERTIES_PATH, TableConfig
+from ingest.kafka.client_config import consumer_config
 from ingest.kafka.decode import DecoderSpec, decoder_spec
+from ingest.kafka.registry import RegistrySettings, SubjectVersion, subject_urls
 from ingest.storage import Storage
 from ingest.write.file_group_writer import InsertMode
-from ingest.write.options import IndexOptions, IndexType, Operation, WriteOptions
+from ingest.write.options import IndexOptions, IndexType, Operation, SmallFileOptions, WriteOptions
 
 SET = "--set"
 RECORD_KEY = "hudi.hoodie.datasource.write.recordkey.field"
@@ -68,13 +71,19 @@ PAYLOAD = "hudi.hoodie.datasource.write.payload.class"
 KEYGEN_CLASS = "hudi.hoodie.datasource.write.keygenerator.class"
 KEYGEN_TYPE = "hudi.hoodie.datasource.write.keygenerator.type"
 INDEX_TYPE = "hudi.hoodie.index.type"
+INSERT_MODE = "write.insert_mode"
+MAX_FILE_SIZE = "hudi.hoodie.parquet.max.file.size"
 CLEANER_POLICY = "hudi.hoodie.cleaner.policy"
 KEEP_MIN, KEEP_MAX = "hudi.hoodie.keep.min.commits", "hudi.hoodie.keep.max.commits"
 COMMITS_RETAINED = "hudi.hoodie.cleaner.commits.retained"
 RETAINED = {COMMITS_RETAINED: "KEEP_LATEST_COMMITS", "hudi.hoodie.cleaner.fileversions.retained": "KEEP_LATEST_FILE_VERSIONS"}
 COMPACT_INLINE, SCHEDULE_INLINE = "hudi.hoodie.compact.inline", "hudi.hoodie.compact.schedule.inline"
+REGISTRY = "hudi.hoodie.streamer.schemaprovider.registry."
+REGISTRY_KEYS = tuple(f"{REGISTRY}{k}" for k in ("url", "targetUrl", "baseUrl", "urlSuffix", "sourceUrlSuffix",
+                                                 "targetUrlSuffix"))
+REGISTRY_CLIENT_KEYS = tuple(k.name for k in K.KEYS if k.name.startswith("source.schema_registry."))
 KAFKA_ONLY = ("source.format", "source.schema_files_by_id", "source.key_fields", "source.key_source",
-              "source.key_format")
+              "source.key_format", *REGISTRY_KEYS, *REGISTRY_CLIENT_KEYS)
 # The config key behind each hoodie.properties entry the writer records (others keep their name).
 _TABLE_PROPERTY_KEYS = {
     "hoodie.table.name": "table.name",
@@ -116,7 +125,7 @@ def load_config(
         gathered.read_overrides(overrides)
         return _Resolver(gathered, origin).config(check_table)
     except ConfigError as e:
-        raise _scrubbed(e, gathered.secrets) from None
+        raise _scrubbed(e, gathered.secrets, gathered.from_env) from None
 
 
 # -- interpolation and YAML -----------------------------------------------------------------------
@@ -125,8 +134,11 @@ _REFERENCE = re.compile(r"\$(?:(\$)|\{([^}]*)\}|(\{))")
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def interpolate(text: str, env: Mapping[str, str]) -> str:
-    """`${NAME}`, `${NAME:-fallback}` (unset or empty) and `$$` (a `$`) replaced, as a shell would."""
+def interpolate(text: str, env: Mapping[str, str], found: set[str] | None = None) -> str:
+    """`${NAME}`, `${NAME:-fallback}` (unset or empty) and `$$` (a `$`) replaced, as a shell would.
+
+    `found` collects the values taken from the environment, and the whole text they made.
+    """
 
     def replace(match: re.Match[str]) -> str:
         if match.group(1):
@@ -137,13 +149,16 @@ def interpolate(text: str, env: Mapping[str, str]) -> str:
         if not _VARIABLE.fullmatch(name):
             raise ValueError(f"${{{match.group(2)}}} is not a variable reference: use ${{NAME}} or ${{NAME:-fallback}}")
         value = env.get(name)
-        if has_fallback:
-            return value or fallback
-        if value is None:
+        if value is None and not has_fallback:
             raise ValueError(f"environment variable {name} is not set")
-        return value
+        if found is not None and value:
+            found.add(value)
+        return value or fallback
 
-    return _REFERENCE.sub(replace, text)
+    result = _REFERENCE.sub(replace, text)
+    if found is not None and result != text and "${" in text:
+        found.add(result)
+    return result
 
 
 class _Unresolved(ValueError):
@@ -154,16 +169,16 @@ class _Unresolved(ValueError):
         self.name = name
 
 
-def _interpolate_tree(value: Any, env: Mapping[str, str], name: str) -> Any:
+def _interpolate_tree(value: Any, env: Mapping[str, str], name: str, found: set[str]) -> Any:
     try:
         if isinstance(value, str):
-            return interpolate(value, env)
+            return interpolate(value, env, found)
     except ValueError as e:
         raise _Unresolved(name, str(e)) from None
     if isinstance(value, Mapping):
-        return {entry: _interpolate_tree(item, env, f"{name}.{entry}") for entry, item in value.items()}
+        return {entry: _interpolate_tree(item, env, f"{name}.{entry}", found) for entry, item in value.items()}
     if isinstance(value, list):
-        return [_interpolate_tree(item, env, name) for item in value]
+        return [_interpolate_tree(item, env, name, found) for item in value]
     return value
 
 
@@ -233,8 +248,10 @@ class _Gathered:
         self.env = env
         self.values: dict[str, _Given] = {}
         self.extras: dict[str, _Given] = {}  # hoodie.* keys ingest does not use
+        self.honoured: dict[str, _Given] = {}  # refused hoodie.* keys given the value ingest writes anyway
         self.groups: set[str] = set()
         self.secrets: set[str] = set()
+        self.from_env: set[str] = set()  # values `${NAME}` brought in: no message shows them either
         self._layer: dict[str, _Given] = {}
 
     # -- sources ---------------------------------------------------------------------------------
@@ -319,13 +336,20 @@ class _Gathered:
         if isinstance(value, (Mapping, list)):
             raise ConfigError(f"expected a value, got {K.kind_of(value)} (write Hudi keys whole: hoodie.a.b: value)",
                               source=origin, key=name)
-        self.extras[name] = _Given(self._marked(name, K.to_text(value)), origin, name)
+        text = K.to_text(value)
+        refused = hudi_keys.refusal(hudi_key, text)
+        if refused is not None:
+            shown = K.REDACTED if K.is_secret(name) else repr(text)
+            accepted = f" (accepted: {', '.join(refused.allowed)})" if refused.allowed else ""
+            raise ConfigError(f"{shown} is not supported{accepted}: {refused.instead}", source=origin, key=name)
+        given = _Given(self._marked(name, text), origin, name)
+        (self.honoured if hudi_keys.is_honoured_value(hudi_key, text) else self.extras)[name] = given
 
     # -- values ----------------------------------------------------------------------------------
 
     def _interpolated(self, value: Any, name: str, origin: str) -> Any:
         try:
-            return _interpolate_tree(value, self.env, name)
+            return _interpolate_tree(value, self.env, name, self.from_env)
         except _Unresolved as e:
             raise ConfigError(str(e), source=origin, key=e.name) from None
 
@@ -397,11 +421,16 @@ def _bare(error: ConfigError) -> str:
     return text[len(prefix) + 2 :] if prefix and text.startswith(prefix + ": ") else text
 
 
-def _scrubbed(error: ConfigError, secrets: set[str]) -> ConfigError:
+def _scrubbed(error: ConfigError, secrets: set[str], from_env: set[str]) -> ConfigError:
+    """The error without secret values, nor values from the environment (whole words of them: an
+    environment value `30` hides `got '30'`, not the 30 in `300`)."""
     message = _bare(error)
     for secret in sorted(secrets, key=len, reverse=True):
         if secret:
             message = message.replace(secret, K.REDACTED)
+    for value in sorted(from_env, key=len, reverse=True):
+        if value.strip():
+            message = re.sub(rf"(?<![\w.-]){re.escape(value)}(?![\w.-])", K.REDACTED, message)
     return ConfigError(message, source=error.source, key=error.key)
 
 
@@ -488,7 +517,7 @@ class _Resolver:
         if check_table:
             self.check_table(table, write)
         ordered = {key.name: self.settings[key.name] for key in K.KEYS if key.name in self.settings}
-        ordered.update({name: given.value for name, given in self.g.extras.items()})
+        ordered.update({name: given.value for name, given in (*self.g.honoured.items(), *self.g.extras.items())})
         return PipelineConfig(
             origin=self.origin_file, table=table, hudi=hudi, write=write, source=source, quarantine=quarantine,
             stream=stream, services=services, spark=spark, settings=Settings(ordered),
@@ -501,7 +530,7 @@ class _Resolver:
         for key in K.KEYS:
             if key.section == HUDI and key.name in self.settings:
                 out[key.path[1]] = self.settings[key.name]
-        for name, given in self.g.extras.items():
+        for name, given in (*self.g.honoured.items(), *self.g.extras.items()):
             out[name[len(HUDI) + 1 :]] = given.value
         return Settings({name: value if isinstance(value, Secret) else K.to_text(value) for name, value in out.items()})
 
@@ -517,6 +546,32 @@ class _Resolver:
             if self.given(name):
                 self.fail(name, f"applies only to {INDEX_TYPE}=BUCKET, not {index_name}")
             self.settings.pop(name, None)
+
+    def insert_mode(self, kind: str) -> InsertMode:
+        """`log` only with an index that can index log files (Hudi's `HoodieIndex.canIndexLogFiles`)."""
+        mode = self.get(INSERT_MODE)
+        if mode == InsertMode.LOG.value and not IndexType(kind).can_index_log_files:
+            self.fail(INSERT_MODE, f"is log, but {INDEX_TYPE} {self.get(INDEX_TYPE)} finds keys in base files only "
+                      "(only BUCKET can index log files): Hudi's writers would not see these keys; use base")
+        resolved = InsertMode(mode) if mode else (
+            InsertMode.LOG if IndexType(kind).can_index_log_files else InsertMode.BASE)
+        self.settings[INSERT_MODE] = resolved.value
+        return resolved
+
+    def file_group_max_bytes(self) -> int:
+        size = self.get("write.file_group_max_bytes") or self.get(MAX_FILE_SIZE)
+        self.settings["write.file_group_max_bytes"] = size
+        return int(size)
+
+    def small_files(self) -> SmallFileOptions:
+        return SmallFileOptions(
+            small_file_limit=self.get("hudi.hoodie.parquet.small.file.limit"),
+            candidates=self.get("hudi.hoodie.merge.small.file.group.candidates.limit"),
+            record_size_estimate=self.get("hudi.hoodie.copyonwrite.record.size.estimate"),
+            estimation_threshold=float(self.get("hudi.hoodie.record.size.estimation.threshold")),
+            insert_split_size=self.get("hudi.hoodie.copyonwrite.insert.split.size"),
+            auto_split=bool(self.get("hudi.hoodie.copyonwrite.insert.auto.split")),
+        )
 
     def write_options(self, table: TableSettings, hudi: Settings) -> WriteOptions:
         kind, global_scope = K.INDEX_TYPES[self.get(INDEX_TYPE)]
@@ -535,8 +590,9 @@ class _Resolver:
                     global_scope=global_scope,
                     shards=self.get("write.key_index_shards"),
                 ),
-                insert_mode=InsertMode(self.get("write.insert_mode")),
-                file_group_max_bytes=self.get("write.file_group_max_bytes"),
+                insert_mode=self.insert_mode(kind),
+                file_group_max_bytes=self.file_group_max_bytes(),
+                small_files=self.small_files(),
                 log_file_max_bytes=self.get("hudi.hoodie.logfile.max.size"),
                 log_block_max_bytes=self.get("hudi.hoodie.logfile.data.block.max.size"),
                 delete_flag_column=self.get("write.delete_flag_column") or None,
@@ -599,7 +655,7 @@ class _Resolver:
                 self.fail("source.kafka.options", "bootstrap.servers: set source.kafka.bootstrap_servers instead")
             if entry.lower().startswith("kafka."):
                 self.fail("source.kafka.options", f"{entry}: write Kafka properties without the kafka. prefix")
-        return KafkaInput(
+        kafka = KafkaInput(
             bootstrap_servers=servers,
             topics=topics or (),
             topic_pattern=pattern,
@@ -609,6 +665,19 @@ class _Resolver:
             implementation=self.get("source.kafka.implementation"),
             client_options=Settings(client),
         )
+        self.check_client_options(kafka)
+        return kafka
+
+    def check_client_options(self, kafka: KafkaInput) -> None:
+        """The client settings as the Kafka source will read them, now rather than after Spark starts:
+        all of kafka-python's rules for the Python source, the shared ones when Spark's connector may read them."""
+        try:
+            consumer_config(kafka.spark_options(), java_client=kafka.implementation != "python")
+        except ConfigError as e:
+            option = (e.key or "").removeprefix("kafka.")
+            name = f"source.kafka.options.{option}" if option else "source.kafka.options"
+            given = self.g.values.get("source.kafka.options")
+            raise ConfigError(_bare(e), source=given.origin if given else self.origin_file, key=name) from None
 
     def starting_offsets(self) -> str:
         name = "source.kafka.starting_offsets"
@@ -645,17 +714,52 @@ class _Resolver:
                                        "source.schema_file")
         return schema, schema_file
 
+    def registry(self) -> RegistrySettings | None:
+        """HoodieStreamer's SchemaRegistryProvider settings, with ours for TLS; None without a registry."""
+        base = self.get(f"{REGISTRY}baseUrl")
+        try:
+            urls = subject_urls(self.get(f"{REGISTRY}url"), self.get(f"{REGISTRY}targetUrl"), base,
+                                tuple(self.get("source.kafka.topics") or ()),
+                                tuple(self.get(f"{REGISTRY}{k}") for k in ("urlSuffix", "sourceUrlSuffix",
+                                                                            "targetUrlSuffix")))
+            if urls is None:
+                for name in REGISTRY_KEYS[1:] + REGISTRY_CLIENT_KEYS:
+                    if self.given(name):
+                        self.fail(name, f"applies to a schema registry: give {REGISTRY}url")
+                return None
+            source_key = f"{REGISTRY}url" if self.given(f"{REGISTRY}url") else f"{REGISTRY}baseUrl"
+            target_key = f"{REGISTRY}targetUrl" if self.given(f"{REGISTRY}targetUrl") else source_key
+            source, target = SubjectVersion.parse(urls[0], source_key), SubjectVersion.parse(urls[1], target_key)
+        except ConfigError as e:
+            self.lower(e, f"{REGISTRY}url")
+        option = {k.rsplit(".", 1)[1]: self.get(k) for k in REGISTRY_CLIENT_KEYS}
+        if (option["ssl_key_location"] or option["ssl_key_password"]) and not option["ssl_certificate_location"]:
+            name = "source.schema_registry.ssl_key_" + ("location" if option["ssl_key_location"] else "password")
+            self.fail(name, "needs source.schema_registry.ssl_certificate_location (the key's certificate)")
+        return RegistrySettings(source=source, target=target, **option)
+
     def decoder(self, write: WriteOptions) -> DecoderSpec:
         value_format = self.get("source.format")
-        schema, schema_file = self._schema_choice(needs_avro=value_format != "json")
-        if not schema and not schema_file:
-            name, what = (("source.schema", "give source.schema (Spark DDL) or source.schema_file (Avro .avsc)")
-                          if value_format == "json" else
-                          ("source.schema_file", f"the {value_format} format reads an Avro schema (.avsc)"))
-            raise ConfigError(f"is required: {what}", source=self.origin_file, key=name)
-        ids = {i: self._relative_to_file(p, "source.schema_files_by_id")
-               for i, p in self.get("source.schema_files_by_id").items()}
-        common = dict(schema=schema, schema_file=schema_file, schema_files_by_id=ids)
+        registry = self.registry()
+        if registry is not None:
+            if value_format != "confluent_avro":
+                self.fail(f"{REGISTRY}url", f"a schema registry serves source.format confluent_avro, not "
+                                            f"{value_format}")
+            for name in ("source.schema", "source.schema_file", "source.schema_files_by_id"):
+                if self.given(name):
+                    self.fail(name, "contradicts the schema registry, where the schemas come from")
+            common: dict[str, Any] = dict(registry=registry)
+        else:
+            schema, schema_file = self._schema_choice(needs_avro=value_format != "json")
+            if not schema and not schema_file:
+                name, what = (("source.schema", "give source.schema (Spark DDL) or source.schema_file (Avro .avsc)")
+                              if value_format == "json" else
+                              ("source.schema_file", f"the {value_format} format reads an Avro schema (.avsc), "
+                                                     f"or give {REGISTRY}url"))
+                raise ConfigError(f"is required: {what}", source=self.origin_file, key=name)
+            ids = {i: self._relative_to_file(p, "source.schema_files_by_id")
+                   for i, p in self.get("source.schema_files_by_id").items()}
+            common = dict(schema=schema, schema_file=schema_file, schema_files_by_id=ids)
         spec_format = value_format.replace("_", "-")
         try:
             key_fields = self.get("source.key_fields")

@@ -5,8 +5,11 @@ A `DecoderSpec` names the value format, the declared schema and where the record
 the Kafka source yields) and returns two tables; every input row lands in exactly one of them:
 
 * records: the declared columns, then `_kafka_topic`, `_kafka_partition`, `_kafka_offset`,
-  `_kafka_timestamp` and `_ingest_is_tombstone`. A tombstone (null value) is a delete marker:
-  only its key columns are set, parsed from the Kafka key.
+  `_kafka_timestamp`, `_ingest_is_tombstone` and `_ingest_is_deleted`. A tombstone (null value) is a
+  delete marker: only its key columns are set, parsed from the Kafka key. `_ingest_is_deleted` is
+  Hudi's delete marker `_hoodie_is_deleted: true` in a message whose declared schema lacks that
+  column (a JSON field, or a field of a Confluent writer schema): it is read all the same (a delete
+  never becomes an upsert), and a marker that is not true, false or null makes the message an error.
 * errors: `key`, `value` (the raw bytes), `topic`, `partition`, `offset`, `timestamp`, `error`
   (what was wrong, naming the field) and `error_seen_at`.
 
@@ -16,15 +19,21 @@ Formats:
   Avro schema file).
 * `avro`: Avro binary without framing, written with the schema from a file.
 * `confluent-avro`: magic byte 0, a 4-byte big-endian schema id, then Avro binary. The writer
-  schema is the one registered for that id in `schema_files_by_id` when given (unknown ids are bad
-  records), else the spec's schema; records are resolved to the spec's schema.
+  schema is the one registered for that id: in a Confluent Schema Registry when the spec has one
+  (ingest.kafka.registry: fetched once per process; the source and target schemas are the subject's
+  versions), else in `schema_files_by_id` when given (unknown ids are bad records in both cases),
+  else the spec's schema; records are resolved to the spec's schema.
 
 JSON typing is strict: a value converts only when its JSON type is the declared one. Nothing becomes
 null unless it is JSON null or absent, and absent/null is an error for NOT NULL fields and key fields.
 
     STRING                       JSON string (a number is an error, not "12")
     TINYINT..BIGINT              JSON integer within the type's range (12.0, 1e2, "12" are errors)
-    FLOAT, DOUBLE                JSON number, finite and within range (NaN/Infinity are errors)
+    FLOAT, DOUBLE                JSON number within the type's range (1e39 is an error for FLOAT), or
+                                 the bare literals NaN, Infinity, -Infinity (as Python's json and
+                                 Jackson's ALLOW_NON_NUMERIC_NUMBERS write them; Inf, -Inf too);
+                                 quoted "NaN" is an error. Ordering and key fields refuse them
+                                 (ingest.write.records)
     DECIMAL(p,s)                 JSON number, or a string holding one (the usual way to ship exact
                                  decimals); more than s fraction digits or p digits is an error,
                                  never rounded
@@ -38,7 +47,7 @@ null unless it is JSON null or absent, and absent/null is an error for NOT NULL 
     BINARY                       base64 string (as Spark's from_json reads it)
     ARRAY<T>, STRUCT<...>        JSON array / object, elements and fields typed as above
 
-Fields not in the schema are ignored; a field given twice, invalid UTF-8, a top-level value that is
+Fields not in the schema are ignored (except `_hoodie_is_deleted`, see above); a field given twice, invalid UTF-8, a top-level value that is
 not an object, or more than one JSON value in a message are errors. MAP columns cannot be read from
 JSON (declare a STRUCT); Avro maps work.
 
@@ -79,6 +88,7 @@ import pyarrow.json as pa_json
 
 from ingest.errors import ConfigError, SchemaEvolutionError
 from ingest.hudi.schema import avro_to_arrow
+from ingest.kafka import registry as schema_registry
 
 FORMATS = ("json", "avro", "confluent-avro")
 KEY_SOURCES = ("value", "kafka_key")
@@ -89,6 +99,9 @@ PARTITION = "_kafka_partition"
 OFFSET = "_kafka_offset"
 TIMESTAMP = "_kafka_timestamp"
 IS_TOMBSTONE = "_ingest_is_tombstone"
+# Hudi's delete marker, and where a JSON message's marker goes when the schema does not declare it.
+HOODIE_IS_DELETED = "_hoodie_is_deleted"
+MARKED_DELETED = "_ingest_is_deleted"
 TIMESTAMP_TYPE = pa.timestamp("us", tz="UTC")
 
 META_FIELDS = pa.schema(
@@ -98,6 +111,7 @@ META_FIELDS = pa.schema(
         pa.field(OFFSET, pa.int64(), nullable=False),
         pa.field(TIMESTAMP, TIMESTAMP_TYPE),
         pa.field(IS_TOMBSTONE, pa.bool_(), nullable=False),
+        pa.field(MARKED_DELETED, pa.bool_(), nullable=False),
     ]
 )
 ERRORS_SCHEMA = pa.schema(
@@ -287,7 +301,8 @@ class DecoderSpec:
 
     `schema` is the declared value schema (the output columns). `avro_schema` is the Avro schema
     (JSON text) records are read as, for the Avro formats; `writer_schemas` maps Confluent schema
-    ids to the writer schema registered under them.
+    ids to the writer schema registered under them; `registry` is where the writer schemas of
+    Confluent schema ids are looked up instead (and where `schema` and `avro_schema` came from).
     """
 
     format: str
@@ -297,6 +312,7 @@ class DecoderSpec:
     key_format: str = "string"
     avro_schema: str | None = None
     writer_schemas: tuple[tuple[int, str], ...] = ()
+    registry: schema_registry.RegistrySettings | None = None
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
@@ -309,6 +325,9 @@ class DecoderSpec:
             raise ConfigError(f"the {self.format} format needs an Avro schema file", key="schema_file")
         if self.writer_schemas and self.format != "confluent-avro":
             raise ConfigError("schema ids only apply to confluent-avro", key="schema_files_by_id")
+        if self.registry is not None and (self.format != "confluent-avro" or self.writer_schemas):
+            raise ConfigError("a schema registry serves confluent-avro values, instead of schema files by id",
+                              key="schema_files_by_id")
         names = self.schema.names
         clash = sorted(set(names) & set(META_FIELDS.names))
         if clash:
@@ -357,10 +376,10 @@ def _read_text(path: str | Path) -> str:
         raise ConfigError(f"cannot read {path}: {e}", key="schema_file") from None
 
 
-def _avro_schema_text(path: str | Path) -> tuple[str, pa.Schema]:
+def _avro_record_schema(text: str, where: str, key: str) -> tuple[str, pa.Schema]:
+    """Avro schema text (checked to be a record schema fastavro parses) and its Arrow columns."""
     from fastavro.schema import SchemaParseException
 
-    text = _read_text(path)
     try:
         parsed = json.loads(text)
         _parsed_avro(json.dumps(parsed))
@@ -368,7 +387,11 @@ def _avro_schema_text(path: str | Path) -> tuple[str, pa.Schema]:
             raise ValueError("the top-level type must be a record")
         return json.dumps(parsed), avro_to_arrow(parsed)
     except (ValueError, KeyError, TypeError, SchemaEvolutionError, SchemaParseException) as e:
-        raise ConfigError(f"{path} is not a usable Avro record schema: {e}", key="schema_file") from None
+        raise ConfigError(f"{where} is not a usable Avro record schema: {e}", key=key) from None
+
+
+def _avro_schema_text(path: str | Path) -> tuple[str, pa.Schema]:
+    return _avro_record_schema(_read_text(path), str(path), "schema_file")
 
 
 def decoder_spec(
@@ -377,24 +400,36 @@ def decoder_spec(
     schema: str | None = None,
     schema_file: str | Path | None = None,
     schema_files_by_id: Mapping[int, str | Path] | None = None,
+    registry: schema_registry.RegistrySettings | None = None,
     key_fields: Sequence[str] = (),
     key_source: str = "value",
     key_format: str = "string",
 ) -> DecoderSpec:
     """A validated spec. JSON takes `schema` (Spark DDL) or `schema_file` (Avro); the Avro formats
-    take `schema_file`. With key_source=kafka_key and a plain-string key, a key field the schema
-    lacks is added as a non-null STRING column."""
-    if (schema is None) == (schema_file is None):
-        raise ConfigError("give exactly one of a DDL schema or an Avro schema file", key="schema")
-    avro_text = None
-    if schema is not None:
-        if format != "json":
-            raise ConfigError(f"the {format} format reads its schema from an Avro schema file", key="schema")
-        arrow = parse_ddl(schema)
+    take `schema_file`, or, for confluent-avro, a `registry` whose source subject version records
+    are read as and whose target version gives the columns (both fetched now: see `refreshed`).
+    With key_source=kafka_key and a plain-string key, a key field the schema lacks is added as a
+    non-null STRING column."""
+    if registry is not None:
+        if schema is not None or schema_file is not None:
+            raise ConfigError("the schema comes from the schema registry: give no schema or schema file",
+                              key="schema_file")
+        avro_text, _ = _avro_record_schema(schema_registry.subject_schema(registry, registry.source),
+                                           registry.source.shown, schema_registry.URL_KEY)
+        _, arrow = _avro_record_schema(schema_registry.subject_schema(registry, registry.target),
+                                       registry.target.shown, schema_registry.URL_KEY)
     else:
-        avro_text, arrow = _avro_schema_text(schema_file)  # type: ignore[arg-type]
-        if format == "json":
-            avro_text = None
+        if (schema is None) == (schema_file is None):
+            raise ConfigError("give exactly one of a DDL schema or an Avro schema file", key="schema")
+        avro_text = None
+        if schema is not None:
+            if format != "json":
+                raise ConfigError(f"the {format} format reads its schema from an Avro schema file", key="schema")
+            arrow = parse_ddl(schema)
+        else:
+            avro_text, arrow = _avro_schema_text(schema_file)  # type: ignore[arg-type]
+            if format == "json":
+                avro_text = None
     writers = tuple(sorted((int(i), _avro_schema_text(p)[0]) for i, p in (schema_files_by_id or {}).items()))
     key_fields = tuple(key_fields)
     if key_source == "kafka_key" and key_format == "string" and len(key_fields) == 1:
@@ -408,7 +443,17 @@ def decoder_spec(
         key_format=key_format,
         avro_schema=avro_text,
         writer_schemas=writers,
+        registry=registry,
     )
+
+
+def refreshed(spec: DecoderSpec) -> DecoderSpec:
+    """The spec with the registry's current source and target schemas (HoodieStreamer refreshes its
+    SchemaRegistryProvider every sync round); specs without a registry are returned as they are."""
+    if spec.registry is None:
+        return spec
+    return decoder_spec(spec.format, registry=spec.registry, key_fields=spec.key_fields,
+                        key_source=spec.key_source, key_format=spec.key_format)
 
 
 # -- outcomes -----------------------------------------------------------------------------------
@@ -425,6 +470,7 @@ class _Outcome:
 
     table: pa.Table
     errors: dict[int, str]
+    marked: pa.Array | None = None  # Hudi's delete marker, where the schema does not declare it
 
 
 def _aligned(pieces: list[tuple[np.ndarray, pa.Table]], n: int, schema: pa.Schema) -> pa.Table:
@@ -447,6 +493,8 @@ def _json_read_type(dtype: pa.DataType) -> pa.DataType:
     `_finish` checks NOT NULL where it applies)."""
     if pa.types.is_date(dtype) or pa.types.is_binary(dtype) or pa.types.is_fixed_size_binary(dtype):
         return pa.string()
+    if pa.types.is_float32(dtype):  # read wide, so a number beyond FLOAT's range is seen, not made infinite
+        return pa.float64()
     if pa.types.is_struct(dtype):
         return pa.struct([f.with_type(_json_read_type(f.type)).with_nullable(True) for f in dtype])
     if pa.types.is_list(dtype):
@@ -455,7 +503,7 @@ def _json_read_type(dtype: pa.DataType) -> pa.DataType:
 
 
 def _needs_finish(dtype: pa.DataType, nullable: bool) -> bool:
-    if not nullable or pa.types.is_floating(dtype) or _json_read_type(dtype) != dtype:
+    if not nullable or _json_read_type(dtype) != dtype:
         return True  # (a nested NOT NULL field also makes the read type differ)
     if pa.types.is_struct(dtype):
         return any(_needs_finish(f.type, f.nullable) for f in dtype)
@@ -504,7 +552,7 @@ def _convert_strings(arr: pa.Array, dtype: pa.DataType, path: str) -> tuple[pa.A
 
 def _finish(arr: pa.Array, dtype: pa.DataType, nullable: bool, path: str) -> tuple[pa.Array, dict[int, str]]:
     """Bring a read column to its declared type and check what pyarrow.json does not: NOT NULL,
-    finite floats, dates, base64. Returns the column and errors by row."""
+    FLOAT's range, dates, base64. Returns the column and errors by row."""
     errors: dict[int, str] = {}
     if pa.types.is_struct(dtype):
         children = []
@@ -528,11 +576,13 @@ def _finish(arr: pa.Array, dtype: pa.DataType, nullable: bool, path: str) -> tup
         lengths = pc.list_value_length(arr).fill_null(0).to_numpy(zero_copy_only=False)
         offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
         arr = pa.ListArray.from_arrays(offsets, done, type=dtype, mask=arr.is_null())
+    elif pa.types.is_float32(dtype):
+        narrow = pc.cast(arr, dtype, safe=False)
+        for row in _where(pc.and_(pc.is_finite(arr), pc.invert(pc.is_finite(narrow)))):
+            errors[int(row)] = f"field {path}: {arr[int(row)].as_py()} is beyond the range of FLOAT"
+        arr = narrow
     elif arr.type != dtype:
         arr, errors = _convert_strings(arr, dtype, path)
-    elif pa.types.is_floating(dtype):
-        for row in _where(pc.invert(pc.is_finite(arr))):
-            errors[int(row)] = f"field {path}: {arr[int(row)].as_py()} is not a finite {dtype} value"
     if not nullable:
         for row in _where(arr.is_null()):
             errors.setdefault(int(row), f"field {path} is required but missing or null")
@@ -743,6 +793,12 @@ def read_avro(values: pa.Array, spec: DecoderSpec, schema: pa.Schema) -> _Outcom
     writers = dict(spec.writer_schemas)
     default_read = _avro_reader(reader_text, reader_text)
     readers: dict[int, Any] = {}
+    # A writer schema may carry Hudi's delete marker the declared schema lacks: read it too.
+    marker_reader = None
+    if HOODIE_IS_DELETED not in schema.names:
+        parsed = json.loads(reader_text)
+        marker = {"name": HOODIE_IS_DELETED, "type": ["null", "boolean"], "default": None}
+        marker_reader = json.dumps({**parsed, "fields": [*parsed["fields"], marker]})
     records: list[dict | None] = []
     errors: dict[int, str] = {}
     for i, payload in enumerate(values.to_pylist()):
@@ -758,13 +814,26 @@ def read_avro(values: pa.Array, spec: DecoderSpec, schema: pa.Schema) -> _Outcom
                 continue
             schema_id = struct.unpack(">I", payload[1:CONFLUENT_HEADER])[0]
             payload = payload[CONFLUENT_HEADER:]
-            if writers:
+            if spec.registry is not None:
+                if schema_id not in readers:  # asked once per batch; writer schemas are cached per process
+                    writer = schema_registry.writer_schema(spec.registry, schema_id)
+                    readers[schema_id] = None if writer is None else _avro_reader(writer, reader_text)
+                if readers[schema_id] is None:
+                    registry_url = schema_registry.without_credentials(spec.registry.source.root)
+                    errors[i] = f"schema id {schema_id} is not registered in the schema registry at {registry_url}"
+                    records.append(None)
+                    continue
+                read = readers[schema_id]
+            elif writers:
                 if schema_id not in writers:
                     errors[i] = f"unknown schema id {schema_id} (known: {sorted(writers)})"
                     records.append(None)
                     continue
                 if schema_id not in readers:
-                    readers[schema_id] = _avro_reader(writers[schema_id], reader_text)
+                    writer = writers[schema_id]
+                    carries = marker_reader is not None and any(
+                        f.get("name") == HOODIE_IS_DELETED for f in json.loads(writer).get("fields", ()))
+                    readers[schema_id] = _avro_reader(writer, marker_reader if carries else reader_text)
                 read = readers[schema_id]
         try:
             records.append(read(payload))
@@ -786,7 +855,9 @@ def read_avro(values: pa.Array, spec: DecoderSpec, schema: pa.Schema) -> _Outcom
                 errors[int(idx[0])] = f"Avro record does not fit the declared schema: {e}"[:500]
             else:
                 pending += [idx[len(idx) // 2 :], idx[: len(idx) // 2]]
-    return _Outcome(_aligned(pieces, len(records), _loose(schema)), errors)
+    marked = pa.array([i not in errors and r is not None and r.get(HOODIE_IS_DELETED) is True
+                       for i, r in enumerate(records)], pa.bool_())
+    return _Outcome(_aligned(pieces, len(records), _loose(schema)), errors, marked)
 
 
 # -- keys ---------------------------------------------------------------------------------------
@@ -877,10 +948,18 @@ def decode_batch(
 
     data_values = values.take(pa.array(data_rows, type=pa.int64()))
     value_schema = spec.value_schema
+    marked = None
     if spec.format == "json":
-        decoded = read_json(data_values, value_schema)
+        marker_read = HOODIE_IS_DELETED not in spec.schema.names
+        read_schema = value_schema.append(pa.field(HOODIE_IS_DELETED, pa.bool_())) if marker_read else value_schema
+        decoded = read_json(data_values, read_schema)
+        if marker_read:
+            marked = decoded.table.column(HOODIE_IS_DELETED).combine_chunks().fill_null(False)
     else:
         decoded = read_avro(data_values, spec, value_schema)
+        marked = decoded.marked
+    if marked is None:
+        marked = pa.array(np.zeros(len(data_rows), dtype=bool))
     errors.update({int(data_rows[r]): m for r, m in decoded.errors.items()})
     data_columns = {name: decoded.table.column(name) for name in value_schema.names}
     tomb_columns = {f.name: pa.nulls(len(tomb_rows), f.type) for f in spec.schema}
@@ -923,6 +1002,8 @@ def decode_batch(
             meta.column("offset"),
             meta.column("timestamp"),
             pa.array(tomb_mask[kept_rows], pa.bool_()),
+            pa.concat_arrays([marked, pa.array(np.zeros(len(tomb_rows), dtype=bool))])
+            .take(pa.array(keep, type=pa.int64())),
         ],
         schema=spec.records_schema,
     )

@@ -19,6 +19,9 @@ Rows that cannot be read (a malformed JSON line or CSV row, a NOT NULL column th
 aside in the quarantine with the file they came from, or fail the commit naming the first
 (`stream.on_error`), like records without a key. A backfill's quarantine is the sub-folder
 `backfill=<identifier>` of `quarantine.path`, so its batch folders never meet a stream's.
+
+With catalog sync on, the table is synced after each commit, as the stream does
+(`ingest.pipeline.catalog_sync`).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 from ingest.config.pipeline import FileInput, OnError, PipelineConfig
 from ingest.errors import BadRecordError, ConfigError
 from ingest.pipeline import hoodie_metrics, inputs
+from ingest.pipeline.catalog_sync import CatalogSync, SyncOutcome
 from ingest.pipeline.inline_services import InlineServices
 from ingest.pipeline.progress import PhaseReporter, ProgressBar
 from ingest.pipeline.session import spark_session
@@ -74,6 +78,7 @@ class GroupReport:
     commit: CommitResult
     unreadable: int = 0
     seconds: float = 0.0
+    sync: SyncOutcome | None = None
 
     def log_line(self) -> str:
         c = self.commit
@@ -84,7 +89,8 @@ class GroupReport:
                 f"(inserts={counts.get('inserts', 0)} updates={counts.get('updates', 0)}) "
                 f"deletes={counts.get('deletes', 0)} stale={counts.get('stale', 0)} "
                 f"quarantined={c.quarantined + self.unreadable} files_written={c.files} "
-                + " ".join(f"{k}={v:.2f}s" for k, v in {**c.durations, "total": self.seconds}.items()))
+                + " ".join(f"{k}={v:.2f}s" for k, v in {**c.durations, "total": self.seconds}.items())
+                + (self.sync.text() if self.sync else ""))
 
 
 @dataclass
@@ -257,6 +263,7 @@ def backfill(config: PipelineConfig, input: str | None = None, *, file_format: s
         checkpoint_id = f"backfill:{identifier}"
         inputs.mark_started(config.table.path, dict(config.table.storage_options), identifier)
         metrics = hoodie_metrics.reporter(config.metrics, config.table.name)
+        catalog_sync = CatalogSync(config.table.path, config.table.storage_options, config.catalog)
         stop: list[str] = []
         total = sum(listing[i].size for i in todo)
         with stop_on_signals(stop.append), ProgressBar(f"backfill {identifier}", len(todo), total) as bar, \
@@ -292,13 +299,15 @@ def backfill(config: PipelineConfig, input: str | None = None, *, file_format: s
                     finally:
                         checked.unpersist()
                 sink.results.clear()
-                report = GroupReport(batch, tuple(chosen), result, unreadable, time.monotonic() - t0)
+                seconds = time.monotonic() - t0
+                synced = catalog_sync.after_commit() if result.instant is not None else None
+                report = GroupReport(batch, tuple(chosen), result, unreadable, seconds, synced)
                 run.groups.append(report)
                 log.info(report.log_line())
                 if result.instant is not None:
                     metrics.report(hoodie_metrics.commit_figures(
                         result.instant, result.stats, seconds=report.seconds, counts=result.counts,
-                        quarantined=unreadable + result.quarantined))
+                        quarantined=unreadable + result.quarantined, sync=synced))
                 bar.advance(len(chosen), sum(f.size for f in chosen))
         log.info(run.summary())
         return run

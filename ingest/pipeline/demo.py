@@ -5,11 +5,14 @@ a short story of order events: new orders, updates (one of them twice in a row),
 tombstones, an update that arrives late (older than what the table holds, so it changes nothing),
 and one malformed message. The stream then reads it all (available-now, a few messages per batch,
 so there are several commits and a compaction) into a table under the demo folder, configured by
-`conf/demo.yaml`, and the caller shows the table and the quarantine.
+`conf/demo.yaml`, and the caller shows the table and the quarantine. With `sync`, an embedded Hive
+Metastore (`ingest.catalog.embedded_metastore`) is started in the folder, the stream syncs the table
+to it after every commit, and what it holds is returned for showing.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -99,11 +102,43 @@ def events() -> list[tuple[Message, str]]:
 
 
 @dataclass(frozen=True)
+class RegisteredTable:
+    """A table as the demo's metastore holds it."""
+
+    name: str
+    columns: int
+    partitions: tuple[str, ...]         # as `field=value/...`
+
+
+@dataclass(frozen=True)
 class DemoRun:
     folder: Path
     config: PipelineConfig
     messages: int
     bootstrap_servers: str
+    metastore_uri: str | None = None
+    registered: tuple[RegisteredTable, ...] = ()
+
+
+def sync_overrides(uri: str) -> list[str]:
+    return ["hudi.hoodie.datasource.meta.sync.enable=true", f"hudi.hoodie.datasource.hive_sync.metastore.uris={uri}"]
+
+
+def registered_tables(uri: str, config: PipelineConfig) -> tuple[RegisteredTable, ...]:
+    from ingest.catalog.hms import HiveMetastore
+
+    settings = config.catalog
+    client = HiveMetastore(uri)
+    try:
+        out = []
+        for name in client.table_names(settings.database):
+            table = client.get_table(settings.database, name)
+            specs = sorted("/".join(f"{f}={v}" for f, v in zip(settings.partition_fields, values, strict=True))
+                           for values in client.partitions(settings.database, name))
+            out.append(RegisteredTable(name, len(table.columns), tuple(specs)))
+        return tuple(out)
+    finally:
+        client.close()
 
 
 def config_text() -> tuple[str, str]:
@@ -137,12 +172,25 @@ def prepare_folder(folder: str | os.PathLike[str] | None) -> Path:
     return path
 
 
-def run_demo(folder: str | os.PathLike[str] | None = None) -> DemoRun:
+def run_demo(folder: str | os.PathLike[str] | None = None, sync: bool = False) -> DemoRun:
     """Start the broker, send the events, stream them into a table under `folder` (a new temp folder
-    by default); returns where everything is."""
+    by default); returns where everything is. With `sync`, through an embedded Hive Metastore too."""
+    where = prepare_folder(folder)
+    if not sync:
+        return _stream_demo(where, [])
+    from ingest.catalog.embedded_metastore import start_metastore
+
+    log.info("starting an embedded Hive Metastore in %s", where / "metastore")
+    with start_metastore(where / "metastore") as metastore:
+        log.info("embedded Hive Metastore at %s", metastore.uri)
+        run = _stream_demo(where, sync_overrides(metastore.uri))
+        return dataclasses.replace(run, metastore_uri=metastore.uri,
+                                   registered=registered_tables(metastore.uri, run.config))
+
+
+def _stream_demo(where: Path, extra: list[str]) -> DemoRun:
     from ingest.pipeline.stream import stream
 
-    where = prepare_folder(folder)
     text, origin = config_text()
     config_path = where / "demo.yaml"
     config_path.write_text(text)
@@ -152,7 +200,7 @@ def run_demo(folder: str | os.PathLike[str] | None = None) -> DemoRun:
         log.info("embedded Kafka at %s: sent %d messages to %s (%d partitions)", broker.bootstrap_servers, sent,
                  TOPIC, PARTITIONS)
         env = {**os.environ, "DEMO_BOOTSTRAP_SERVERS": broker.bootstrap_servers}
-        config = load_config(config_path, demo_overrides(where), env=env)
+        config = load_config(config_path, demo_overrides(where) + extra, env=env)
         log.info("streaming with %s into %s", origin, config.table.path)
         stream(config, available_now=True)
         return DemoRun(where, config, sent, broker.bootstrap_servers)

@@ -9,6 +9,11 @@ character Prometheus does not allow into `_`: `orders.deltacommit.totalRecordsWr
 as `orders_deltacommit_totalRecordsWritten`. The same names are used here, so dashboards built on
 Hudi's writers read ingest's. Figures Hudi has no name for live under `<prefix>.ingest.*`.
 
+After a catalog sync, the sync's duration in milliseconds per sync tool is reported as Hudi's
+streamer reports it (`HoodieStreamerMetrics.updateStreamerMetaSyncMetrics`:
+`<prefix>.deltastreamer.HiveSyncTool`), and `<prefix>.ingest.syncConsecutiveFailures` counts the
+failed syncs since the last one that worked.
+
 `commitLatencyInMs` and `commitFreshnessInMs` are left out, as Hudi leaves them out, when the write
 stats carry no event times (Hudi fills them only with `hoodie.payload.event.time.field`).
 """
@@ -19,11 +24,12 @@ import logging
 import re
 import threading
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ingest.config.pipeline import MetricsSettings
 from ingest.hudi.commit_metadata import NULL_COMMIT, WriteStat
 from ingest.hudi.instant import parse_instant
+from ingest.pipeline.catalog_sync import SyncOutcome
 
 log = logging.getLogger(__name__)
 
@@ -74,10 +80,12 @@ class CommitFigures:
     hudi: Mapping[str, int]
     ingest: Mapping[str, int]
     lag: Mapping[tuple[str, int], int]   # (topic, partition) -> messages behind
+    streamer: Mapping[str, int] = field(default_factory=dict)   # under `<prefix>.deltastreamer.`
 
 
 def commit_figures(instant: str, stats: Iterable[WriteStat], *, seconds: float, counts: Mapping[str, int],
-                   quarantined: int, lag: Mapping[tuple[str, int], int] | None = None) -> CommitFigures:
+                   quarantined: int, lag: Mapping[tuple[str, int], int] | None = None,
+                   sync: SyncOutcome | None = None) -> CommitFigures:
     """Figures of one deltacommit that took `seconds`.
 
     `commitTime` is the instant time as epoch milliseconds and the event-time figures are measured
@@ -90,7 +98,11 @@ def commit_figures(instant: str, stats: Iterable[WriteStat], *, seconds: float, 
             **_event_time_gauges(stats, commit_ms + duration_ms)}
     ours = {"quarantinedRecords": quarantined, "staleRecords": counts.get("stale", 0),
             "missingDeletes": counts.get("missing_deletes", 0), "commits": 1}
-    return CommitFigures(DELTA_COMMIT, hudi, ours, dict(lag or {}))
+    streamer = {}
+    if sync is not None:
+        ours["syncConsecutiveFailures"] = sync.consecutive_failures
+        streamer = sync.durations_ms()
+    return CommitFigures(DELTA_COMMIT, hudi, ours, dict(lag or {}), streamer)
 
 
 class Reporter:
@@ -117,6 +129,7 @@ class ConsoleReporter(Reporter):
     def report(self, figures: CommitFigures) -> None:
         parts = [f"{self.prefix}.{figures.action}.{k}={v}" for k, v in figures.hudi.items()]
         parts += [f"{self.prefix}.ingest.{k}={v}" for k, v in figures.ingest.items()]
+        parts += [f"{self.prefix}.deltastreamer.{k}={v}" for k, v in figures.streamer.items()]
         parts += [f"{self.prefix}.ingest.kafkaLag[{t}-{p}]={v}" for (t, p), v in sorted(figures.lag.items())]
         log.info("metrics: %s", " ".join(parts))
 
@@ -159,6 +172,8 @@ class PrometheusReporter(Reporter):
             for metric, value in figures.ingest.items():
                 if metric != "commits":
                     self._gauge(f"{self.prefix}.ingest.{metric}").set(value)
+            for metric, value in figures.streamer.items():
+                self._gauge(f"{self.prefix}.deltastreamer.{metric}").set(value)
             self._commits.inc(figures.ingest.get("commits", 0))
             for (topic, partition), lag in figures.lag.items():
                 self._lag.labels(topic=topic, partition=str(partition)).set(lag)

@@ -1,8 +1,9 @@
 """What a running stream tells its operators: one line per batch, Spark's rates, Kafka lag.
 
 Per batch, once it is committed: the batch id, Kafka messages read, rows written, deleted and
-quarantined, files, the instant, where the time went and how far the stream is behind Kafka (from
-the end offsets Spark logged for the batch, compared with the partitions' ends now). Spark's own
+quarantined, files, the instant, where the time went, how far the stream is behind Kafka (from
+the end offsets Spark logged for the batch, compared with the partitions' ends now) and, when
+catalog sync is on, whether the sync after the commit worked (`sync=ok`, `sync=failed(N)`). Spark's own
 progress events (input and processing rates, trigger duration) are logged by `ProgressListener`.
 """
 
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQueryListener
 
+from ingest.pipeline.catalog_sync import SyncOutcome
 from ingest.pipeline.checkpoint import read_offset_log
 from ingest.services import ServicesRun
 from ingest.spark.kafka_source import PartitionLag, kafka_lag
@@ -74,6 +76,7 @@ class BatchReport:
     lag: Lag | None = None
     services: ServicesRun | None = None
     durations: Mapping[str, float] = field(default_factory=dict)
+    sync: SyncOutcome | None = None
 
     @property
     def quarantined(self) -> int:
@@ -90,7 +93,7 @@ class BatchReport:
                 f"written={counts.get('upserts', 0)} (inserts={counts.get('inserts', 0)} "
                 f"updates={counts.get('updates', 0)}) deletes={counts.get('deletes', 0)} "
                 f"stale={counts.get('stale', 0)} quarantined={self.quarantined} files={c.files} "
-                f"{_seconds({**self.durations, **c.durations})}{lag}")
+                f"{_seconds({**self.durations, **c.durations})}{lag}{self.sync.text() if self.sync else ''}")
 
 
 class ProgressListener(StreamingQueryListener):

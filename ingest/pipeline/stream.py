@@ -1,6 +1,7 @@
 """The Kafka stream: Kafka → decode → Hudi, one commit per micro-batch, exactly once.
 
-Per batch (a `foreachBatch` function): the Kafka rows are decoded once (cached); messages that do
+Per batch (a `foreachBatch` function): the schemas are fetched again from the schema registry when
+there is one, then the Kafka rows are decoded once (cached); messages that do
 not decode go to the quarantine (or fail the batch, naming the first: `stream.on_error: fail`);
 the records go to `HudiSink`, which keys them (quarantining what cannot be keyed), turns tombstones
 into deletes of their keys, and commits, recording Spark's batch id under the checkpoint
@@ -8,7 +9,9 @@ identifier. The order makes a crash anywhere safe: the quarantine is written fir
 replay rewrites; Spark records the batch as done only after the commit; and a batch replayed after
 a crash that hit between the two is recognised by the sink and skipped. Table services run after
 each commit, under the writer lease the sink takes for that commit (other writers of the table, a
-backfill say, take turns with it).
+backfill say, take turns with it); then, when catalog sync is on, the table is synced
+(`ingest.pipeline.catalog_sync`: a failed sync leaves the commit committed and is retried after the
+next one).
 
 The query runs with the configured trigger, or `available_now` (read what Kafka has now, in batches
 of at most `max_offsets_per_trigger`, then stop). SIGTERM or Ctrl-C stop it between batches
@@ -30,8 +33,10 @@ from pyspark.sql.streaming import StreamingQuery
 
 from ingest.config.pipeline import OnError, PipelineConfig
 from ingest.errors import ConfigError, IngestError
+from ingest.kafka.decode import refreshed
 from ingest.phases import phase
 from ingest.pipeline import hoodie_metrics, undecodable
+from ingest.pipeline.catalog_sync import CatalogSync
 from ingest.pipeline.checkpoint import check_fresh_start
 from ingest.pipeline.inline_services import InlineServices
 from ingest.pipeline.metrics import BatchReport, ProgressListener, measure_lag
@@ -84,7 +89,8 @@ class StreamBatch:
     """The `foreachBatch` function: one micro-batch from Kafka rows to a commit."""
 
     def __init__(self, config: PipelineConfig, spark: SparkSession, sink: HudiSink, services: InlineServices,
-                 gate: BatchGate, run: StreamRun, metrics: hoodie_metrics.Reporter | None = None):
+                 gate: BatchGate, run: StreamRun, metrics: hoodie_metrics.Reporter | None = None,
+                 catalog_sync: CatalogSync | None = None):
         assert config.source.kafka is not None and config.source.decoder is not None
         self.config = config
         self.spark = spark
@@ -93,6 +99,7 @@ class StreamBatch:
         self.gate = gate
         self.run = run
         self.metrics = metrics or hoodie_metrics.NullReporter()
+        self.catalog_sync = catalog_sync or CatalogSync(config.table.path, config.table.storage_options, None)
         self.kafka_options = config.source.kafka.spark_options()
         self.quarantine = (Storage(config.quarantine.path, config.table.storage_options)
                            if config.stream.on_error is OnError.QUARANTINE else None)
@@ -114,8 +121,11 @@ class StreamBatch:
         spark_context = self.spark.sparkContext
         spark_context.setJobDescription(f"ingest: batch {batch_id} into {config.table.name}")
         t0 = time.monotonic()
+        # With a schema registry, its current subject versions (HoodieStreamer refreshes its schema
+        # provider every round); a registry that does not answer fails the batch before anything is read.
+        decoder = refreshed(config.source.decoder)
         with PhaseReporter(f"batch {batch_id}", log, probe=self.spark_tasks), \
-                decode(df, config.source.decoder) as decoded:
+                decode(df, decoder) as decoded:
             with phase("reading and decoding Kafka messages"):
                 if self.quarantine is not None:
                     undecodable_count = undecodable.set_aside(decoded.errors, self.quarantine, str(batch_id))
@@ -127,6 +137,7 @@ class StreamBatch:
                                      extra_metadata=self.metadata)
             self.sink.results.clear()  # reports are kept here, bounded
         t2 = time.monotonic()
+        synced = self.catalog_sync.after_commit() if result.instant is not None else None
         lag = measure_lag(self.spark, config.stream.checkpoint, batch_id, self.kafka_options)
         durations = {"read_decode": t1 - t0}
         services = self.services.last if result.instant is not None else None
@@ -134,12 +145,13 @@ class StreamBatch:
             durations["services"] = sum(services.durations.values())
         durations["batch"] = t2 - t0
         report = BatchReport(batch_id=batch_id, commit=result, messages=result.rows_in + undecodable_count,
-                             undecodable=undecodable_count, lag=lag, services=services, durations=durations)
+                             undecodable=undecodable_count, lag=lag, services=services, durations=durations,
+                             sync=synced)
         log.info(report.log_line())
         if result.instant is not None:
             self.metrics.report(hoodie_metrics.commit_figures(
                 result.instant, result.stats, seconds=t2 - t0, counts=result.counts,
-                quarantined=report.quarantined, lag=lag.by_partition() if lag is not None else None))
+                quarantined=report.quarantined, lag=lag.by_partition() if lag is not None else None, sync=synced))
         return report
 
 
@@ -203,7 +215,8 @@ def stream(config: PipelineConfig, *, available_now: bool = False, spark: SparkS
     sink = HudiSink(config.write, spark=spark, on_error=config.stream.on_error.value,
                     quarantine_path=config.quarantine.path, after_commit=services)
     metrics = hoodie_metrics.reporter(config.metrics, config.table.name)
-    batch = StreamBatch(config, spark, sink, services, gate, run, metrics)
+    catalog_sync = CatalogSync(config.table.path, config.table.storage_options, config.catalog)
+    batch = StreamBatch(config, spark, sink, services, gate, run, metrics, catalog_sync)
     listener = ProgressListener()
     spark.streams.addListener(listener)
     try:

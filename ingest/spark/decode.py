@@ -117,8 +117,8 @@ def decode(df: DataFrame, spec: DecoderSpec, *, storage_level: StorageLevel = St
     """Decode Kafka rows (columns key, value, topic, partition, offset, timestamp) with `spec`.
 
     Records carry the declared columns and `_kafka_topic`, `_kafka_partition`, `_kafka_offset`,
-    `_kafka_timestamp`, `_ingest_is_tombstone`; errors carry `key`, `value`, `topic`, `partition`,
-    `offset`, `timestamp`, `error`, `error_seen_at` (see ingest.kafka.decode).
+    `_kafka_timestamp`, `_ingest_is_tombstone`, `_ingest_is_deleted`; errors carry `key`, `value`,
+    `topic`, `partition`, `offset`, `timestamp`, `error`, `error_seen_at` (see ingest.kafka.decode).
     """
     schema = combined_schema(spec)
 

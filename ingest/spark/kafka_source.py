@@ -89,6 +89,7 @@ from pyspark.sql.types import (
 )
 
 from ingest.errors import ConfigError, IngestError
+from ingest.kafka.client_config import consumer_config, parse_api_version  # noqa: F401 - part of this API
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +99,11 @@ EARLIEST = -2
 LATEST = -1
 DEFAULT_POLL_TIMEOUT_MS = 120_000
 ARROW_BATCH_ROWS = 10_000
+# How long one poll of an executor's read waits. A poll that finds nothing it can fetch yet (the first,
+# before the partition's leader is known) sleeps up to that long in kafka-python 3 (at most
+# retry_backoff_ms, 100 ms): with 1000 ms every range, so every Kafka partition of every batch, began
+# with 100 ms asleep. Waiting for data that is slow to come is the read loop's (pollTimeoutMs).
+POLL_WAIT_MS = 10
 
 # An offset per topic-partition, as Spark's Kafka source writes it: {"topic": {"0": 23}}.
 Offsets = dict[str, dict[str, int]]
@@ -106,6 +112,22 @@ TopicPartitionKey = tuple[str, int]
 
 class KafkaDataLossError(IngestError):
     """Offsets the stream still had to read are gone (retention, a deleted topic, offsets reset)."""
+
+
+class KafkaUnreachableError(IngestError):
+    """No broker answered the client's bootstrap: one line, with what to check, instead of the client's trace."""
+
+    def __init__(self, servers: Any, waited: float, cause: Exception, last_log: str | None = None):
+        shown = servers if isinstance(servers, str) else ",".join(servers or ())
+        detail = str(cause) if str(cause).startswith(type(cause).__name__) else f"{type(cause).__name__}: {cause}"
+        if last_log:
+            detail += f"; last: {last_log}"
+        super().__init__(
+            f"Kafka bootstrap from {shown} failed after {waited:.1f} s ({detail}): check "
+            "source.kafka.bootstrap_servers and that the brokers are reachable from the driver; brokers "
+            "kafka-python cannot probe (older brokers, librdkafka's mock cluster) need "
+            "source.kafka.options.api.version, e.g. 2.3 (the kafka.api.version option)"
+        )
 
 
 # -- options ------------------------------------------------------------------------------------
@@ -134,23 +156,6 @@ _UNSUPPORTED_SOURCE_OPTIONS = {
     "maxrecordsperpartition": "the source reads one Spark partition per Kafka partition",
     "groupidprefix": "executors read without a consumer group; set kafka.group.id for lag monitoring",
 }
-# Client settings the source decides (as Spark's connector refuses them too).
-_MANAGED_CLIENT_KEYS = {
-    "auto.offset.reset": "offsets come from startingOffsets and the checkpoint",
-    "enable.auto.commit": "the checkpoint holds the offsets",
-    "key.deserializer": "keys are returned as bytes",
-    "value.deserializer": "values are returned as bytes",
-    "interceptor.classes": "Java interceptors do not apply to kafka-python",
-}
-_RENAMED_CLIENT_KEYS = {
-    "sasl.plain.username": "sasl_plain_username",
-    "sasl.plain.password": "sasl_plain_password",
-    "sasl.kerberos.service.name": "sasl_kerberos_service_name",
-    "ssl.keystore.password": "ssl_password",
-    "ssl.key.password": "ssl_password",
-}
-_INT_CLIENT_KEYS = {"receive_buffer_bytes", "send_buffer_bytes"}  # kafka-python defaults them to None
-_JAAS_LOGIN_MODULES = ("PlainLoginModule", "ScramLoginModule")
 
 
 def _bool_option(options: Mapping[str, str], name: str, default: bool) -> bool:
@@ -174,106 +179,6 @@ def _positive_int_option(options: Mapping[str, str], name: str) -> int | None:
     if number <= 0:
         raise ConfigError(f"must be a positive integer, got {value!r}", key=name)
     return number
-
-
-def parse_api_version(text: str) -> tuple[int, ...]:
-    """`2.3`, `2.3.0` or `2,3` as kafka-python's api_version tuple."""
-    parts = [p for p in re.split(r"[.,\s()]+", text.strip()) if p]
-    if not 2 <= len(parts) <= 3 or not all(p.isdigit() for p in parts):
-        raise ConfigError(f"must look like 2.3 or 2.3.0, got {text!r}", key="kafka.api.version")
-    return tuple(int(p) for p in parts)
-
-
-def _parse_jaas(text: str) -> dict[str, str]:
-    """Username and password from a PLAIN or SCRAM `sasl.jaas.config` line."""
-    module = text.strip().split(None, 1)[0] if text.strip() else ""
-    if not module.endswith(_JAAS_LOGIN_MODULES):
-        raise ConfigError(
-            f"only PlainLoginModule and ScramLoginModule are understood, got {module or 'nothing'!r}; "
-            "for GSSAPI set kafka.sasl.mechanism=GSSAPI and kafka.sasl.kerberos.service.name",
-            key="kafka.sasl.jaas.config",
-        )
-    values = dict(re.findall(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"', text))
-    if "username" not in values or "password" not in values:
-        raise ConfigError('needs username="..." and password="..."', key="kafka.sasl.jaas.config")
-    return {
-        "sasl_plain_username": values["username"].replace('\\"', '"'),
-        "sasl_plain_password": values["password"].replace('\\"', '"'),
-    }
-
-
-def _convert_client_value(key: str, option: str, value: str, default: Any) -> Any:
-    if key in _INT_CLIENT_KEYS or (isinstance(default, int) and not isinstance(default, bool)):
-        try:
-            return int(value)
-        except ValueError:
-            raise ConfigError(f"must be an integer, got {value!r}", key=option) from None
-    if isinstance(default, bool):
-        if value.strip().lower() not in ("true", "false"):
-            raise ConfigError(f"must be true or false, got {value!r}", key=option)
-        return value.strip().lower() == "true"
-    if isinstance(default, float):
-        return float(value)
-    if default is None or isinstance(default, str):
-        return value
-    raise ConfigError("is not a setting kafka-python takes as text", key=option)
-
-
-def consumer_config(options: Mapping[str, str]) -> dict[str, Any]:
-    """kafka-python KafkaConsumer settings from the `kafka.*` options (see the module doc)."""
-    from kafka import KafkaConsumer
-
-    defaults = KafkaConsumer.DEFAULT_CONFIG
-    lowered = {str(k).lower(): str(v) for k, v in options.items()}
-    config: dict[str, Any] = {}
-    truststore_type = lowered.get("kafka.ssl.truststore.type", "JKS").upper()
-    keystore_type = lowered.get("kafka.ssl.keystore.type", "JKS").upper()
-    for option, value in sorted(lowered.items()):
-        if not option.startswith("kafka."):
-            continue
-        name = option[len("kafka.") :]
-        if name in _MANAGED_CLIENT_KEYS:
-            raise ConfigError(f"is not supported: {_MANAGED_CLIENT_KEYS[name]}", key=option)
-        if name in ("ssl.truststore.type", "ssl.keystore.type"):
-            continue
-        if name == "api.version":
-            config["api_version"] = parse_api_version(value)
-        elif name == "sasl.jaas.config":
-            config.update(_parse_jaas(value))
-        elif name == "ssl.truststore.location":
-            if truststore_type != "PEM":
-                raise ConfigError(
-                    f"kafka-python reads PEM files; this truststore is {truststore_type}: convert it "
-                    "(keytool -exportcert -rfc) and set kafka.ssl.truststore.type=PEM",
-                    key=option,
-                )
-            config["ssl_cafile"] = value
-        elif name == "ssl.keystore.location":
-            if keystore_type != "PEM":
-                raise ConfigError(
-                    f"kafka-python reads PEM files; this keystore is {keystore_type}: convert it to one "
-                    "PEM file holding certificate and key and set kafka.ssl.keystore.type=PEM",
-                    key=option,
-                )
-            config["ssl_certfile"] = value
-        elif name == "ssl.truststore.password":
-            continue  # PEM trust material has no password
-        elif name == "ssl.endpoint.identification.algorithm":
-            config["ssl_check_hostname"] = value.strip().lower() == "https"
-        elif name in _RENAMED_CLIENT_KEYS:
-            config[_RENAMED_CLIENT_KEYS[name]] = value
-        else:
-            key = name.replace(".", "_")
-            if key not in defaults or key in ("key_deserializer", "value_deserializer", "kafka_client"):
-                raise ConfigError(
-                    "has no kafka-python equivalent (see ingest.spark.kafka_source for the supported "
-                    "kafka.* options)",
-                    key=option,
-                )
-            config[key] = _convert_client_value(key, option, value, defaults[key])
-    if "bootstrap_servers" not in config:
-        raise ConfigError("is required", key="kafka.bootstrap.servers")
-    return config
 
 
 @dataclass(frozen=True)
@@ -444,14 +349,47 @@ class PartitionRange(InputPartition):
 # -- the Kafka metadata the driver needs ---------------------------------------------------------
 
 
+class _ClientLogKept(logging.Handler):
+    """While the driver's consumer bootstraps, kafka-python's retry warnings (a few lines a second)
+    are held back; the last one is kept for the one-line error if bootstrapping fails."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.last: str | None = None
+        self.client_log = logging.getLogger("kafka")
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if "failed: " in message and not message.startswith("Bootstrap failed"):  # why a connection failed
+            self.last = re.sub(r"\s*\(backoff [^)]*\)$", "", message)
+
+    def __enter__(self) -> _ClientLogKept:
+        self.saved = (self.client_log.level, self.client_log.propagate)
+        self.client_log.addHandler(self)
+        self.client_log.setLevel(logging.WARNING)
+        self.client_log.propagate = False
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.client_log.removeHandler(self)
+        self.client_log.level, self.client_log.propagate = self.saved
+
+
 class _Metadata:
     """The driver's view of the cluster through one kafka-python consumer that never joins a group."""
 
     def __init__(self, options: SourceOptions):
         from kafka import KafkaConsumer
+        from kafka.errors import KafkaError
 
         config = {k: v for k, v in options.client.items() if k != "group_id"}
-        self.consumer = KafkaConsumer(**config, enable_auto_commit=False)
+        began = time.monotonic()
+        with _ClientLogKept() as kept:
+            try:
+                self.consumer = KafkaConsumer(**config, enable_auto_commit=False)
+            except KafkaError as e:
+                raise KafkaUnreachableError(config.get("bootstrap_servers"), time.monotonic() - began, e,
+                                            kept.last) from None
         self.options = options
 
     def partitions(self) -> list[TopicPartitionKey]:
@@ -489,9 +427,10 @@ def _report_data_loss(options: SourceOptions, message: str) -> None:
     if options.fail_on_data_loss:
         raise KafkaDataLossError(
             f"{message}. Some data may have been lost (retention, or a topic deleted or recreated). "
-            "Set failOnDataLoss=false to skip what is lost and go on."
+            "Set source.kafka.fail_on_data_loss: false (the failOnDataLoss=false option) to skip what is lost "
+            "and go on."
         )
-    log.warning("%s; skipping what is lost because failOnDataLoss=false", message)
+    log.warning("%s; skipping what is lost because source.kafka.fail_on_data_loss is false", message)
 
 
 # -- the stream reader --------------------------------------------------------------------------
@@ -693,7 +632,7 @@ def read_range(options: SourceOptions, part: PartitionRange, schema: pa.Schema) 
         last_progress = time.monotonic()
         while consumer.position(tp) < part.end:
             try:
-                fetched = consumer.poll(timeout_ms=1000, max_records=ARROW_BATCH_ROWS).get(tp, [])
+                fetched = consumer.poll(timeout_ms=POLL_WAIT_MS, max_records=ARROW_BATCH_ROWS).get(tp, [])
             except OffsetOutOfRangeError:
                 earliest = consumer.beginning_offsets([tp])[tp]
                 _report_data_loss(options, f"{name}: offset {consumer.position(tp)} is out of range")
@@ -770,6 +709,15 @@ def builtin_options(options: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+def native_crc32c() -> bool:
+    """Whether kafka-python computes CRC-32C with the `crc32c` extension. It checks every record
+    batch's checksum (`check_crcs`, on by default, as in Java's consumer, which Hudi's Kafka sources use
+    with that default); in pure Python that check is most of a read's time (README, Performance)."""
+    from kafka.record import util
+
+    return util.crc32c_c is not None
+
+
 def kafka_stream(spark: SparkSession, options: Mapping[str, str], *, implementation: str = "auto") -> DataFrame:
     """A streaming DataFrame of Kafka records.
 
@@ -781,7 +729,11 @@ def kafka_stream(spark: SparkSession, options: Mapping[str, str], *, implementat
     use_builtin = implementation == "builtin" or (implementation == "auto" and builtin_kafka_available(spark))
     if use_builtin:
         return spark.readStream.format("kafka").options(**builtin_options(options)).load()
-    parse_options(options)  # fail here, with the option named, rather than inside Spark's planner
+    parsed = parse_options(options)  # fail here, with the option named, rather than inside Spark's planner
+    _Metadata(parsed).close()  # and reach the brokers here: inside Spark a failure is also a page of trace
+    if not native_crc32c():
+        log.warning("kafka-python checks each record batch's CRC-32C in pure Python here, most of the time "
+                    "its reads take; install its C implementation on every node: pip install 'kafka-python[crc32c]'")
     spark.dataSource.register(KafkaDataSource)
     return spark.readStream.format(SOURCE_NAME).options(**{k: str(v) for k, v in options.items()}).load()
 

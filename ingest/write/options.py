@@ -42,6 +42,13 @@ class IndexType(str, Enum):
     BUCKET = "bucket"
     KEY = "key"
 
+    @property
+    def can_index_log_files(self) -> bool:
+        """Hudi's `HoodieIndex.canIndexLogFiles`: only the bucket index finds keys whose only copy is in a
+        log file. SIMPLE, BLOOM, their GLOBAL_ forms and RECORD_INDEX (which the key index stands for)
+        look keys up in base files, so new keys must land in base files for Hudi's writers to see them."""
+        return self is IndexType.BUCKET
+
 
 @dataclass(frozen=True)
 class IndexOptions:
@@ -69,14 +76,37 @@ class IndexOptions:
 
 
 @dataclass(frozen=True)
+class SmallFileOptions:
+    """Hudi's insert sizing for indexes that cannot index log files (`UpsertPartitioner`,
+    `SparkUpsertDeltaCommitPartitioner`), with Hudi 0.14/0.15's defaults.
+
+    `small_file_limit` (`hoodie.parquet.small.file.limit`): a base-only file slice smaller than this
+    takes new keys, rewritten with them; 0 turns that off. `candidates` (`hoodie.merge.small.file.group.
+    candidates.limit`): how many such slices per partition, smallest first. `record_size_estimate`
+    (`hoodie.copyonwrite.record.size.estimate`): bytes per record until a commit or compaction wrote more
+    than `estimation_threshold` x `small_file_limit` bytes. `insert_split_size` (`hoodie.copyonwrite.
+    insert.split.size`): records per new file group unless `auto_split` (`hoodie.copyonwrite.insert.
+    auto.split`) sizes them to the max file size.
+    """
+
+    small_file_limit: int = 104_857_600
+    candidates: int = 1
+    record_size_estimate: int = 1024
+    estimation_threshold: float = 1.0
+    insert_split_size: int = 500_000
+    auto_split: bool = True
+
+
+@dataclass(frozen=True)
 class WriteOptions:
     table_path: str
     table_name: str
     hudi: Mapping[str, str] = field(default_factory=dict)
     operation: Operation = Operation.UPSERT
     index: IndexOptions = IndexOptions()
-    insert_mode: InsertMode = InsertMode.LOG
-    file_group_max_bytes: int = 120 * 1024 * 1024
+    insert_mode: InsertMode | None = None   # None: log for the bucket index, base for the others
+    file_group_max_bytes: int = 120 * 1024 * 1024   # Hudi's hoodie.parquet.max.file.size for inserts
+    small_files: SmallFileOptions = SmallFileOptions()
     log_file_max_bytes: int = 1024 * 1024 * 1024
     log_block_max_bytes: int = 256 * 1024 * 1024
     delete_flag_column: str | None = None
@@ -89,6 +119,17 @@ class WriteOptions:
     # Column names Avro refuses are renamed with this mask (HoodieStreamer's sanitizing); None refuses them.
     invalid_name_mask: str | None = None
     heartbeat: HeartbeatSettings = HeartbeatSettings()  # of each instant in flight (`ingest.hudi.heartbeat`)
+
+    def __post_init__(self) -> None:
+        if self.insert_mode is None:
+            mode = InsertMode.LOG if self.index.type.can_index_log_files else InsertMode.BASE
+        else:
+            mode = InsertMode(self.insert_mode)
+        object.__setattr__(self, "insert_mode", mode)
+        if mode is InsertMode.LOG and not self.index.type.can_index_log_files:
+            raise ConfigError(f"'log' needs an index that can index log files (BUCKET); index type "
+                              f"'{self.index.type.value}' finds keys in base files only, so use 'base'",
+                              key="write.insert_mode")
 
     @cached_property
     def keygen(self) -> KeyGeneratorSpec:

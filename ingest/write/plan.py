@@ -2,8 +2,10 @@
 
 It says, for this instant, where each existing file group's next log blocks go (its latest slice,
 or the slice a pending compaction opened), which bucket maps to which file group, which instants make
-key-index segments visible, and which existing file groups still have room for new keys. Executors
-decide nothing the plan does not allow, so every task attempt writes the same files.
+key-index segments visible, and, for indexes that cannot index log files, which small base files take
+new keys (Hudi's `SparkUpsertDeltaCommitPartitioner.getSmallFileCandidates`) and how many records a
+file holds (`UpsertPartitioner.averageBytesPerRecord`). Executors decide nothing the plan does not
+allow, so every task attempt writes the same files.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from ingest.index.key_state import KeyStateStore, visibility
 from ingest.storage import Storage
 from ingest.write.commit import Transaction
 from ingest.write.file_group_writer import FileGroupTarget, WriteContext
-from ingest.write.options import IndexType, WriteOptions
+from ingest.write.options import IndexType, Operation, WriteOptions
 
 _FILE_ID_NAMESPACE = uuid.UUID("6f1d3c0e-8a52-4b8e-9d6c-3d2f0f6b7a11")
 DEFAULT_RECORD_BYTES = 1024
@@ -47,9 +49,10 @@ class WritePlan:
     partitions: tuple[str, ...] = ()
     visible_instants: frozenset[str] = frozenset()
     timeline_start: str | None = None
-    open_groups: Mapping[str, tuple[tuple[str, int], ...]] = field(default_factory=dict)
+    small_files: Mapping[str, tuple[tuple[str, int], ...]] = field(default_factory=dict)
     record_bytes: int = DEFAULT_RECORD_BYTES
     file_group_max_bytes: int = 120 * 1024 * 1024
+    insert_split: int = 0   # records per new file group; 0: file_group_max_bytes // record_bytes
 
     @property
     def storage(self) -> Storage:
@@ -113,7 +116,6 @@ def build_plan(txn: Transaction, options: WriteOptions) -> WritePlan:
     compactions = pending_compaction_groups(txn)
     targets: dict[tuple[str, str], FileGroupTarget] = {}
     buckets: dict[tuple[str, int], str] = {}
-    open_groups: dict[str, list[tuple[str, int]]] = {}
     for slice_ in txn.view.latest_writer_slices():
         key = (slice_.partition_path, slice_.file_id)
         pending = compactions.get(key)
@@ -140,9 +142,6 @@ def build_plan(txn: Transaction, options: WriteOptions) -> WritePlan:
                     f"'{slice_.partition_path}' that no bucket index wrote; continue this table with "
                     "index type 'key'", key="index.type",
                 ) from e
-        spare = options.file_group_max_bytes - slice_.total_size
-        if spare > 0:
-            open_groups.setdefault(slice_.partition_path, []).append((slice_.file_id, spare))
     timeline = txn.timeline
     completed = timeline.completed_write_timestamps()
     start = timeline.instants[0].timestamp if timeline.instants else None
@@ -151,6 +150,7 @@ def build_plan(txn: Transaction, options: WriteOptions) -> WritePlan:
         instant=txn.instant_time,
         writer_schema=txn.writer_schema,
         insert_mode=options.insert_mode,
+        merge_small_files=not options.index.type.can_index_log_files,
         log_max_bytes=options.log_file_max_bytes,
         log_block_max_bytes=options.log_block_max_bytes,
         base_file_options=BaseFileOptions(compression=options.parquet_compression),
@@ -170,18 +170,48 @@ def build_plan(txn: Transaction, options: WriteOptions) -> WritePlan:
         partitions=tuple(sorted(txn.view.partitions)),
         visible_instants=frozenset(completed),
         timeline_start=start,
-        open_groups={p: tuple(sorted(g, key=lambda x: -x[1])) for p, g in open_groups.items()},
-        record_bytes=_record_bytes(txn),
+        small_files=small_files(txn, options, compactions),
+        record_bytes=_record_bytes(txn, options),
         file_group_max_bytes=options.file_group_max_bytes,
+        insert_split=0 if options.small_files.auto_split else options.small_files.insert_split_size,
     )
 
 
-def _record_bytes(txn: Transaction) -> int:
-    """Average bytes per record written by the latest commit that wrote records (Hudi's estimate)."""
-    for instant in reversed(txn.timeline.completed(Action.DELTA_COMMIT, Action.COMMIT)):
+def small_files(txn: Transaction, options: WriteOptions,
+                compactions: Mapping[tuple[str, str], str]) -> dict[str, tuple[tuple[str, int], ...]]:
+    """Per partition, the file groups new keys fill first, smallest first: (file id, bytes).
+
+    Hudi's `SparkUpsertDeltaCommitPartitioner.getSmallFileCandidates` for an index that cannot index
+    log files: slices with a base file and no log files (a slice's logs cannot be padded without
+    compacting them), base smaller than `hoodie.parquet.small.file.limit`, no pending compaction,
+    at most `hoodie.merge.small.file.group.candidates.limit` of them. A bulk insert takes none (Hudi's
+    bulk insert has no small-file handling), nor does the bucket index (its buckets are fixed).
+    """
+    settings = options.small_files
+    if (options.index.type.can_index_log_files or settings.small_file_limit <= 0
+            or options.operation is Operation.BULK_INSERT):
+        return {}
+    found: dict[str, list[tuple[str, int]]] = {}
+    for slice_ in txn.view.latest_writer_slices():
+        base = slice_.base_file
+        if (base is None or slice_.log_files or base.size >= settings.small_file_limit
+                or (slice_.partition_path, slice_.file_id) in compactions):
+            continue
+        found.setdefault(slice_.partition_path, []).append((slice_.file_id, base.size))
+    return {p: tuple(sorted(g, key=lambda x: (x[1], x[0]))[:settings.candidates]) for p, g in found.items()}
+
+
+def _record_bytes(txn: Transaction, options: WriteOptions) -> int:
+    """Hudi's `UpsertPartitioner.averageBytesPerRecord`: bytes per record of the latest commit or
+    replacecommit (compactions, in a Merge-On-Read table; deltacommits do not count) that wrote more
+    than `hoodie.record.size.estimation.threshold` x the small file limit, else
+    `hoodie.copyonwrite.record.size.estimate`."""
+    settings = options.small_files
+    threshold = int(settings.estimation_threshold * settings.small_file_limit)
+    for instant in reversed(txn.timeline.completed(Action.COMMIT, Action.REPLACE_COMMIT)):
         stats = txn.table.commit_metadata(instant).all_write_stats()
         writes = sum(s.num_writes for s in stats)
         written = sum(s.total_write_bytes for s in stats)
-        if writes > 0 and written > 0:
-            return max(1, written // writes)
-    return DEFAULT_RECORD_BYTES
+        if written > threshold and writes > 0:
+            return max(1, -(-written // writes))
+    return settings.record_size_estimate

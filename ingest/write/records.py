@@ -5,7 +5,8 @@ no ordering value where one is required) is never dropped: it comes back in `err
 for the caller to quarantine or to fail the batch naming it.
 
 Deletes come from three places: a `_hoodie_is_deleted` column set to true, a configured delete-flag
-column set to true, and tombstones (`_ingest_is_tombstone`, e.g. a Kafka message with a null value).
+column set to true, tombstones (`_ingest_is_tombstone`, e.g. a Kafka message with a null value), and
+`_ingest_is_deleted`: Hudi's marker in a message whose schema does not declare it (the decoder's).
 A tombstone carries only its key, so its partition is unknown (null) and the index finds it.
 """
 
@@ -21,6 +22,7 @@ from ingest.hudi.key_generator import KeyGeneratorSpec, compute_keys
 from ingest.write.precombine import DELETE, KEY, ORDER, PARTITION
 
 TOMBSTONE = "_ingest_is_tombstone"
+MARKED_DELETED = "_ingest_is_deleted"
 SOURCE_ORDER = "_ingest_source_order"
 ERROR = "_ingest_error"
 IS_DELETED = "_hoodie_is_deleted"
@@ -67,6 +69,15 @@ def one_batch(table: pa.Table) -> pa.RecordBatch:
     return batches[0] if batches else pa.RecordBatch.from_pylist([], schema=table.schema)
 
 
+def _non_finite_refused(table: pa.Table, spec: KeyGeneratorSpec, ordering_field: str | None) -> list[tuple[str, str]]:
+    """FLOAT/DOUBLE columns where NaN and infinities are refused: the ordering field (Java's
+    Double.compareTo ranks NaN above every number, so it would win every merge in Hudi's payloads,
+    where Python comparisons say it loses) and record key fields (a key "NaN" names no record)."""
+    roles = [(f, "record key") for f in spec.record_key_fields] + [(ordering_field, "ordering")]
+    return [(name, role) for name, role in roles
+            if name and name in table.column_names and pa.types.is_floating(table.column(name).type)]
+
+
 def prepare(
     table: pa.Table,
     spec: KeyGeneratorSpec,
@@ -80,7 +91,8 @@ def prepare(
     n = table.num_rows
     keys = compute_keys(_key_batch(table, spec), spec)
     tombstone = _true(table, TOMBSTONE)
-    deleted = tombstone | _true(table, IS_DELETED) | _true(table, delete_flag_column) | all_deletes
+    deleted = tombstone | _true(table, IS_DELETED) | _true(table, MARKED_DELETED) | _true(table, delete_flag_column) \
+        | all_deletes
     errors = np.asarray(pc.is_valid(keys.errors).to_numpy(zero_copy_only=False), dtype=bool) if n else np.zeros(0, bool)
     messages = keys.errors
     # A tombstone's partition fields are absent: its key error may only be about the partition.
@@ -100,6 +112,17 @@ def prepare(
         raise_missing = f"ordering field {ordering_field!r} is not in the data"
         errors = errors | ~deleted
         messages = pc.if_else(pa.array(~deleted), pa.scalar(raise_missing), messages)
+
+    for name, role in _non_finite_refused(table, spec, ordering_field):
+        values = table.column(name)
+        bad = np.asarray(pc.invert(pc.is_finite(values)).fill_null(False).to_numpy(zero_copy_only=False), bool)
+        bad &= ~errors & ~tombstone
+        if bad.any():
+            errors = errors | bad
+            shown = pc.cast(values, pa.string())
+            text = pc.binary_join_element_wise(f"{role} field {name!r} is ", shown,
+                                               ": not a finite number (NaN and infinities are refused here)", "")
+            messages = pc.if_else(pa.array(bad), text, messages)
 
     if SOURCE_ORDER in table.column_names:
         order = pc.fill_null(table.column(SOURCE_ORDER).cast(pa.int64()), -1)

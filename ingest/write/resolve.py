@@ -24,6 +24,7 @@ from ingest.write.precombine import DELETE, KEY, PARTITION
 
 FILE_ID = "_ingest_file_id"
 IS_UPDATE = "_ingest_is_update"
+DELETED_IN = "_ingest_deleted_in"   # a new key's file group when the state holds it deleted there
 S_PARTITION = "_state_partition"
 S_FILE_ID = "_state_file_id"
 S_ORDERING = "_state_ordering"
@@ -96,6 +97,7 @@ def resolve(
     data = ~is_delete & ~stale
     delete_effective = is_delete & live & ~stale
     moved = np.zeros(n, dtype=bool)
+    same_partition = np.ones(n, dtype=bool)
     if global_scope and n:
         same_partition = _np(pc.fill_null(pc.equal(joined.column(PARTITION), joined.column(S_PARTITION)), False)).astype(bool)
         moved = data & live & ~same_partition
@@ -105,6 +107,9 @@ def resolve(
     upserts = joined.filter(pa.array(data))
     upserts = upserts.append_column(FILE_ID, file_ids.filter(pa.array(data)))
     upserts = upserts.append_column(IS_UPDATE, pa.array(update_in_place[data]))
+    again = data & has_state & state_deleted & same_partition
+    deleted_in = pc.if_else(pa.array(again), joined.column(S_FILE_ID), pa.nulls(n, pa.string())) if n else pa.array([], pa.string())
+    upserts = upserts.append_column(DELETED_IN, deleted_in.filter(pa.array(data)))
     upserts = upserts.drop_columns([S_PARTITION, S_FILE_ID, S_ORDERING, S_DELETED])
 
     to_delete = delete_effective | moved

@@ -8,9 +8,11 @@ Bucket index: records are routed by (partition, bucket), and one task does every
 pre-combine, look up the key state, drop stale versions, write the file group, write the state.
 
 Key index: a first pass, routed by key shard, pre-combines and resolves against the shard's state
-and tags each record (`tag`). The driver then sizes the file groups for new keys (`insert_buckets`),
-and a second pass, routed by file group, writes them (`write_groups`), while the tagged records,
-still grouped by shard, write the state (`write_state`).
+and tags each record (`tag`). The driver then places new keys as Hudi's upsert partitioner does for
+an index that cannot index log files (`insert_buckets`: the plan's small base files, then new file
+groups), and a second pass, routed by file group, writes them (`write_groups`: a small file's group
+is rewritten into a new base file), while the tagged records, still grouped by shard, write the
+state (`write_state`).
 """
 
 from __future__ import annotations
@@ -23,13 +25,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ingest.hudi import schema as avro
+from ingest.hudi.base_file import read_base_file
 from ingest.hudi.bucket_index import bucket_ids, java_string_hashes
 from ingest.hudi.commit_metadata import WriteStat
 from ingest.index import key_state as ks
 from ingest.write import precombine as pcb
 from ingest.write.file_group_writer import IS_UPDATE, TaskIdentity, write_file_groups
 from ingest.write.plan import WritePlan
-from ingest.write.resolve import FILE_ID, join_rows, resolve, state_changes
+from ingest.write.resolve import DELETED_IN, FILE_ID, join_rows, resolve, state_changes
 
 BUCKET = "_ingest_bucket"
 SHARD = "_ingest_shard"
@@ -213,7 +216,7 @@ def bucket_task(plan: WritePlan, records: pa.Table, task: TaskIdentity) -> TaskR
         group = _bucket_tombstones(group, state)
         combined = pcb.precombine(group, plan.ordering_field, global_scope=False)
         resolved = resolve(combined, state, plan.ordering_field, plan.event_time, global_scope=False)
-        upserts = resolved.upserts
+        upserts = _drop_internal(resolved.upserts, DELETED_IN)
         partitions = upserts.column(pcb.PARTITION).combine_chunks().dictionary_encode()
         ids = pa.array([plan.bucket_file_id(p, bucket) for p in partitions.dictionary.to_pylist()], pa.string())
         file_ids = pa.DictionaryArray.from_arrays(partitions.indices, ids).cast(pa.string())
@@ -283,9 +286,10 @@ def tag(plan: WritePlan, records: pa.Table, schema: pa.Schema) -> tuple[pa.Table
             group = _expand_unknown_partitions(group, state)
         combined = pcb.precombine(group, plan.ordering_field, global_scope=plan.global_scope)
         resolved = resolve(combined, state, plan.ordering_field, plan.event_time, plan.global_scope)
-        for k, v in _counts(resolved, resolved.upserts).items():
+        upserts = _back_where_hudi_finds_them(plan, resolved.upserts)
+        for k, v in _counts(resolved, upserts).items():
             counts[k] += v
-        parts = [_conform(resolved.upserts, schema, UPSERT, shard)]
+        parts = [_conform(upserts, schema, UPSERT, shard)]
         deletes = resolved.deletes
         if deletes.num_rows:
             parts.append(_conform(deletes.drop_columns(["_ingest_moved"]), schema, DELETE, shard))
@@ -299,6 +303,35 @@ def tag(plan: WritePlan, records: pa.Table, schema: pa.Schema) -> tuple[pa.Table
         out.extend(parts)
     table = pa.concat_tables(out) if out else schema.empty_table()
     return table, counts
+
+
+def _back_where_hudi_finds_them(plan: WritePlan, upserts: pa.Table) -> pa.Table:
+    """A deleted key written again goes back to its file group when that group's base file still holds
+    it (the delete is in a log): Hudi's SIMPLE and BLOOM indexes read base files, not logs
+    (`HoodieIndexUtils.getLatestBaseFilesForPartition`), so Hudi tags such a key as an update of that
+    group (`HoodieAppendHandle`); put anywhere else, its index would find the key in two files."""
+    again = upserts.column(DELETED_IN).combine_chunks() if upserts.num_rows else None
+    if again is None or again.null_count == len(again):
+        return _drop_internal(upserts, DELETED_IN)
+    file_ids = upserts.column(FILE_ID).to_pylist()
+    updates = upserts.column(IS_UPDATE).to_pylist()
+    keys = upserts.column(pcb.KEY).to_pylist()
+    partitions = upserts.column(pcb.PARTITION).to_pylist()
+    groups = again.to_pylist()
+    in_base: dict[tuple[str, str], set] = {}
+    for i in np.flatnonzero(pc.is_valid(again).to_numpy(zero_copy_only=False)):
+        place = (partitions[i], groups[i])
+        target = plan.targets.get(place)
+        if target is None or target.base_file is None:
+            continue
+        if place not in in_base:
+            base = read_base_file(plan.storage, target.path(target.base_file), columns=[avro.RECORD_KEY])
+            in_base[place] = set(base.column(avro.RECORD_KEY).to_pylist())
+        if keys[i] in in_base[place]:
+            file_ids[i], updates[i] = groups[i], True
+    upserts = upserts.set_column(upserts.schema.get_field_index(FILE_ID), FILE_ID, pa.array(file_ids, pa.string()))
+    upserts = upserts.set_column(upserts.schema.get_field_index(IS_UPDATE), IS_UPDATE, pa.array(updates, pa.bool_()))
+    return upserts.drop_columns([DELETED_IN])
 
 
 def _conform(table: pa.Table, schema: pa.Schema, kind: str, shard: int) -> pa.Table:
@@ -326,14 +359,20 @@ def insert_counts(tagged: pa.Table) -> dict[str, int]:
 
 
 def insert_buckets(plan: WritePlan, counts: Mapping[str, int]) -> dict[str, tuple[tuple[str, int], ...]]:
-    """New keys per partition fill file groups with room first, then new ones, each up to the size limit."""
-    per_group = max(1, plan.file_group_max_bytes // max(1, plan.record_bytes))
+    """New keys per partition: the plan's small files first, then new file groups (`UpsertPartitioner.assignInserts`).
+
+    A small file takes (max file size - its size) / bytes per record of them; the rest is cut into
+    new file groups of `hoodie.copyonwrite.insert.split.size` records, or, auto-split, of max file
+    size / bytes per record, the last one taking the remainder.
+    """
+    record_bytes = max(1, plan.record_bytes)
+    per_group = max(1, plan.insert_split or plan.file_group_max_bytes // record_bytes)
     out = {}
     for partition, n in sorted(counts.items()):
         buckets = []
         remaining = n
-        for file_id, spare_bytes in plan.open_groups.get(partition, ()):
-            take = min(remaining, spare_bytes // max(1, plan.record_bytes))
+        for file_id, size in plan.small_files.get(partition, ()):
+            take = min(remaining, (plan.file_group_max_bytes - size) // record_bytes)
             if take > 0:
                 buckets.append((file_id, take))
                 remaining -= take
