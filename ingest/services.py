@@ -33,6 +33,7 @@ from ingest.errors import ConcurrentWriterError, IngestError, TimelineError
 from ingest.hudi import archiver, avro_models, cleaner, compaction, metadata_table
 from ingest.hudi.heartbeat import HeartbeatSettings
 from ingest.hudi.instant import Action, Instant, State, check_instant_time
+from ingest.hudi.lock_provider import LockSettings
 from ingest.hudi.service_settings import ServiceSettings
 from ingest.hudi.table import HudiTable
 from ingest.hudi.timeline import read_instant
@@ -155,8 +156,9 @@ def _table(target: Target, storage_options: Mapping[str, Any] | None, services: 
     return table
 
 
-def _lease(table: HudiTable, expiry_seconds: float) -> WriterLock:
-    return WriterLock(table.storage, expiry_seconds, description="ingest table service")
+def _lease(table: HudiTable, expiry_seconds: float, hudi_lock: LockSettings | None = None) -> WriterLock:
+    """The writer lease, with Hudi's lock too when Hudi writers share the table (`ingest.hudi.lock_provider`)."""
+    return WriterLock(table.storage, expiry_seconds, description="ingest table service", hudi_lock=hudi_lock)
 
 
 @dataclass(frozen=True)
@@ -177,6 +179,7 @@ def compact(
     runner: compaction.Runner | None = None,
     lease_expiry_seconds: float = 60.0,
     storage_options: Mapping[str, Any] | None = None,
+    hudi_lock: LockSettings | None = None,
 ) -> CompactionRun:
     """Compact now: schedule a compaction of every slice with logs (the strategy permitting) under the
     writer lease, then execute the pending compactions, oldest first. With `instant`, execute just
@@ -189,7 +192,7 @@ def compact(
     scheduled, note = None, None
     if schedule:
         try:
-            with _lease(table, lease_expiry_seconds) as lock:
+            with _lease(table, lease_expiry_seconds, hudi_lock) as lock:
                 scheduled = compaction.schedule(table, settings.compaction, force=True, fence=lock.check)
         except ConcurrentWriterError as e:
             note = f"not scheduling: {e}"
@@ -200,18 +203,20 @@ def compact(
 
 
 def clean(target: Target, settings: ServiceSettings, *, lease_expiry_seconds: float = 60.0,
-          storage_options: Mapping[str, Any] | None = None) -> list[cleaner.CleanResult]:
+          storage_options: Mapping[str, Any] | None = None,
+          hudi_lock: LockSettings | None = None) -> list[cleaner.CleanResult]:
     """Finish interrupted cleans and run one now if there is anything to delete (under the lease)."""
     table = _table(target, storage_options)
-    with _lease(table, lease_expiry_seconds) as lock:
+    with _lease(table, lease_expiry_seconds, hudi_lock) as lock:
         return cleaner.clean(table, settings.clean, force=True, fence=lock.check)
 
 
 def archive(target: Target, settings: ServiceSettings, *, lease_expiry_seconds: float = 60.0,
-            storage_options: Mapping[str, Any] | None = None) -> archiver.ArchiveResult:
+            storage_options: Mapping[str, Any] | None = None,
+            hudi_lock: LockSettings | None = None) -> archiver.ArchiveResult:
     """Archive what the settings allow (under the lease)."""
     table = _table(target, storage_options)
-    with _lease(table, lease_expiry_seconds) as lock:
+    with _lease(table, lease_expiry_seconds, hudi_lock) as lock:
         return archiver.archive(table, settings, fence=lock.check)
 
 

@@ -715,16 +715,14 @@ def test_readme_validate_config_example_runs_as_written(monkeypatch, capsys):
      "names org.apache.hudi.gcp.bigquery.BigQuerySyncTool; ingest syncs with"),
     ("hoodie.metadata.record.index.enable", "true", "is not supported (accepted: false): ingest does not maintain"),
     ("hoodie.logfile.data.block.format", "parquet", "(accepted: avro): log data blocks are Avro"),
-    ("hoodie.write.concurrency.mode", "OPTIMISTIC_CONCURRENCY_CONTROL", "(accepted: SINGLE_WRITER): one writer"),
     ("hoodie.parquet.outputtimestamptype", "TIMESTAMP_MILLIS", "(accepted: TIMESTAMP_MICROS)"),
     ("hoodie.table.timeline.timezone", "LOCAL", "(accepted: UTC): instant times are UTC"),
 ])
 def test_hudi_keys_that_change_what_is_written_are_refused(tmp_path, key, value, expected):
     """HoodieWriteConfig.WRITE_TABLE_VERSION, HoodieTableConfig.VERSION / TIMELINE_TIMEZONE,
     HiveSyncConfig.HIVE_SYNC_ENABLED, HoodieSyncConfig.META_SYNC_*, HoodieMetadataConfig.RECORD_INDEX_ENABLE_PROP,
-    HoodieStorageConfig.LOGFILE_DATA_BLOCK_FORMAT / PARQUET_OUTPUT_TIMESTAMP_TYPE,
-    HoodieWriteConfig.WRITE_CONCURRENCY_MODE: each changes what Hudi writes or promises, so a value
-    ingest does not honour is an error naming the key, never a warning."""
+    HoodieStorageConfig.LOGFILE_DATA_BLOCK_FORMAT / PARQUET_OUTPUT_TIMESTAMP_TYPE: each changes what
+    Hudi writes or promises, so a value ingest does not honour is an error naming the key, never a warning."""
     config = base(tmp_path)
     config["hudi"][key] = value
     path = write(tmp_path, config)

@@ -3,7 +3,9 @@
 Settings are Hudi's keys (`--set hudi.hoodie.cleaner.commits.retained=5`, repeatable; the bare
 `hoodie.*` spelling too) over Hudi's defaults; the command line follows `ingest.commands.args`.
 Scheduling, cleaning, archiving and rolling back take the table's writer lease, so they refuse to run
-while a writer holds it (a running writer does them inline); executing a planned compaction does not.
+while a writer's commit holds it (a running writer does them inline); executing a planned compaction
+does not. With Hudi's optimistic concurrency control set (`--set hudi.hoodie.write.concurrency.mode=...`
+and its lock provider), scheduling, cleaning and archiving take Hudi's lock file too.
 """
 
 from __future__ import annotations
@@ -13,11 +15,22 @@ import sys
 
 from ingest import services
 from ingest.commands.args import add_path, add_set, hudi_sets
+from ingest.errors import ConfigError
+from ingest.hudi.lock_provider import LockSettings
 from ingest.hudi.service_settings import ServiceSettings
 
 
 def _settings(args: argparse.Namespace) -> ServiceSettings:
     return ServiceSettings.from_mapping(hudi_sets(args.overrides), source="--set")
+
+
+def _hudi_lock(args: argparse.Namespace) -> LockSettings | None:
+    """Hudi's lock, when `--set hudi.hoodie.write.concurrency.mode=OPTIMISTIC_CONCURRENCY_CONTROL` (and its
+    lock provider) say Hudi writers share the table."""
+    try:
+        return LockSettings.from_hudi(hudi_sets(args.overrides), args.path)
+    except ConfigError as e:
+        raise ConfigError(str(e), source="--set") from None
 
 
 def _add_common(parser: argparse.ArgumentParser, example: str) -> None:
@@ -53,7 +66,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_compact(args: argparse.Namespace) -> int:
-    result = services.compact(args.path, _settings(args), instant=args.execute, execute=not args.schedule_only)
+    result = services.compact(args.path, _settings(args), instant=args.execute, execute=not args.schedule_only,
+                              hudi_lock=_hudi_lock(args))
     if result.note:
         print(result.note, file=sys.stderr)
     print(f"scheduled: {result.scheduled or '-'}")
@@ -64,7 +78,7 @@ def run_compact(args: argparse.Namespace) -> int:
 
 
 def run_clean(args: argparse.Namespace) -> int:
-    results = services.clean(args.path, _settings(args))
+    results = services.clean(args.path, _settings(args), hudi_lock=_hudi_lock(args))
     for r in results:
         print(f"clean {r.instant}: {len(r.deleted)} file(s) deleted, {len(r.failed)} already gone")
     if not results:
@@ -73,7 +87,7 @@ def run_clean(args: argparse.Namespace) -> int:
 
 
 def run_archive(args: argparse.Namespace) -> int:
-    result = services.archive(args.path, _settings(args))
+    result = services.archive(args.path, _settings(args), hudi_lock=_hudi_lock(args))
     if result.archived:
         print(f"archived {len(result.archived)} instant(s) {result.archived[0]}..{result.archived[-1]}"
               f" into {result.file or '(entries already archived)'}")

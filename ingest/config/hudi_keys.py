@@ -49,10 +49,6 @@ REFUSED: Mapping[str, Refused] = {
                                           "table at its own version", "false"),
     "hoodie.avro.schema": _refused("HoodieWriteConfig", "the written schema is the source's: source.schema or "
                                    "source.schema_file"),
-    "hoodie.write.concurrency.mode": _refused("HoodieWriteConfig", "one writer at a time, holding ingest's lease "
-                                              "on the table (write.lock_expiry_seconds)", "SINGLE_WRITER"),
-    "hoodie.cleaner.policy.failed.writes": _refused("HoodieCleanConfig", "a single writer rolls failed writes "
-                                                    "back eagerly", "EAGER"),
     "hoodie.combine.before.upsert": _refused("HoodieWriteConfig", "upserts are always pre-combined by key", "true"),
     "hoodie.schema.on.read.enable": _refused("HoodieCommonConfig", "schemas evolve by Avro resolution; no "
                                              "internal schema is written", "false"),
@@ -65,9 +61,6 @@ REFUSED: Mapping[str, Refused] = {
                                                "hoodie.datasource.write.payload.class"),
     "hoodie.datasource.write.partitions.to.delete": _refused("DataSourceWriteOptions", "deleting partitions is "
                                                              "not supported; delete their records"),
-    # -- HoodieLockConfig -------------------------------------------------------------------------
-    "hoodie.write.lock.provider": _refused("HoodieLockConfig", "ingest's writer lease on the table is the only "
-                                           "lock; Hudi's lock providers are Java classes"),
     # -- HoodieTableConfig ------------------------------------------------------------------------
     "hoodie.table.version": _refused("HoodieTableConfig", _VERSION, *WRITABLE_TABLE_VERSIONS),
     "hoodie.timeline.layout.version": _refused("HoodieTableConfig", "ingest writes the timeline layout of the table "
@@ -133,7 +126,8 @@ IRRELEVANT: Mapping[str, str] = {
         "memory and read strategy of Hudi's merges (HoodieMemoryConfig, HoodieCompactionConfig)",
     "hoodie.clean.async, hoodie.archive.async":
         "how Hudi schedules its table services; ingest runs them inline (HoodieCleanConfig, HoodieArchivalConfig)",
-    "hoodie.write.lock.*": "settings of Hudi's lock providers; the provider itself is refused (HoodieLockConfig)",
+    "hoodie.write.lock.*": "settings of Hudi's lock manager and of its other lock providers (ZooKeeper, DynamoDB, "
+                           "Hive); the file-system provider's are read, the others are refused (HoodieLockConfig)",
     "hoodie.metadata.*": "settings of the metadata table, which ingest does not maintain; its index switches are "
                          "refused (HoodieMetadataConfig)",
     "hoodie.datasource.write.streaming.*, hoodie.datasource.write.row.writer.enable, hoodie.bulkinsert.*":

@@ -232,8 +232,8 @@ KEYS: tuple[Key, ...] = (
         aliases=("hudi.hoodie.compaction.payload.class",)),
     Key("hudi.hoodie.datasource.write.streaming.checkpoint.identifier", Type.STRING, "Names this writer's "
         "batch ids in the commit metadata, so a replayed micro-batch is recognised and skipped; give each "
-        "pipeline writing the same table its own (they write in turn: the writer lease admits one writer at a "
-        "time).", default="default_single_writer"),
+        "pipeline writing the same table its own (they take turns, one commit at a time: "
+        "`write.lock_wait_seconds`).", default="default_single_writer"),
     Key("hudi.hoodie.datasource.write.table.type", Type.CHOICE, "Table type.", default="MERGE_ON_READ",
         choices=("MERGE_ON_READ",), reason="ingest writes Merge-On-Read tables only",
         aliases=("hudi.hoodie.table.type", "hudi.hoodie.datasource.write.storage.type")),
@@ -534,6 +534,31 @@ KEYS: tuple[Key, ...] = (
     Key("write.lock_expiry_seconds", Type.NUMBER, "The writer's lease on the table expires this long after its "
         "last renewal (another writer may then take over). Taking the lease removes temporary files "
         "(`.*.tmp`) untouched for this long: a killed writer's.", default=60.0, minimum=1),
+    Key("write.lock_wait_seconds", Type.NUMBER, "Writers of one table (a stream and a backfill, each with its "
+        "own checkpoint identifier) take turns, one commit at a time: a commit waits this long for the lease "
+        "(and Hudi's lock, with optimistic concurrency control) that another writer's commit holds, then "
+        "fails naming the holder.", default=600.0, minimum=0),
+    Key("hudi.hoodie.write.concurrency.mode", Type.CHOICE, "`OPTIMISTIC_CONCURRENCY_CONTROL`: Hudi writers "
+        "share the table too; ingest then also takes Hudi's lock (`hoodie.write.lock.provider`) for each "
+        "commit and leaves pending writes with a live heartbeat alone (failed writes are cleaned LAZY, as Hudi "
+        "sets it in this mode).", default="SINGLE_WRITER", choices=("SINGLE_WRITER", "OPTIMISTIC_CONCURRENCY_CONTROL"),
+        reason="ingest takes turns with other writers through a lock; non-blocking concurrency is not supported"),
+    Key("hudi.hoodie.write.lock.provider", Type.STRING, "Hudi's lock, used with optimistic concurrency control "
+        "only (as by Hudi): then it must be `org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider`, "
+        "whose lock file ingest takes as that provider does (ZooKeeper, DynamoDB and Hive locks need Java "
+        "clients); give the Hudi writers the same settings.", default_doc="none (Hudi: ZookeeperBasedLockProvider)"),
+    Key("hudi.hoodie.write.lock.filesystem.path", Type.STRING, "Folder of Hudi's lock file `lock` "
+        "(FileSystemBasedLockProvider).", default_doc="the table's `.hoodie` folder"),
+    Key("hudi.hoodie.write.lock.filesystem.expire", Type.INTEGER, "Minutes after its last modification when "
+        "Hudi's lock file counts as abandoned and may be deleted by the next writer; 0 never (then a crashed "
+        "Hudi writer's lock file must be deleted by hand; ingest keeps its own fresh while it holds it).",
+        default=0, minimum=0),
+    Key("hudi.hoodie.fs.atomic_creation.support", Type.LIST, "Schemes besides file, hdfs, viewfs and hopsfs "
+        "whose file create is atomic, so Hudi's file-system lock may live there (Hudi's writers refuse others)."),
+    Key("hudi.hoodie.cleaner.policy.failed.writes", Type.CHOICE, "`LAZY`: a pending write is rolled back "
+        "only once its heartbeat has expired (other writers may be running it); `EAGER`: before the next "
+        "write, and a Hudi writer's with a live heartbeat fails that write. Always `LAZY` under optimistic "
+        "concurrency control.", default="EAGER", choices=("EAGER", "LAZY")),
     # -- stream -----------------------------------------------------------------------------------
     Key("stream.checkpoint", Type.STRING, "Spark checkpoint location (offsets and state); a Hadoop URL "
         "(`s3a://`, `file:/`, ...). Required for Kafka sources. One per query: never share it."),

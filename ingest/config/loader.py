@@ -54,6 +54,7 @@ from ingest.hudi import properties_file
 from ingest.hudi.avro_names import check_names, sanitized_schema
 from ingest.hudi.bucket_index import hash_fields_from_config
 from ingest.hudi.heartbeat import HeartbeatSettings
+from ingest.hudi.lock_provider import LockSettings
 from ingest.hudi.table import HudiTable
 from ingest.hudi.table_config import PROPERTIES_PATH, TableConfig
 from ingest.kafka.client_config import consumer_config
@@ -602,6 +603,7 @@ class _Resolver:
                 parquet_compression="none" if codec == "uncompressed" else codec,
                 jvm_timezone=self.get("write.jvm_timezone"),
                 lock_expiry_seconds=float(self.get("write.lock_expiry_seconds")),
+                lock_wait_seconds=float(self.get("write.lock_wait_seconds")),
                 invalid_name_mask=self.get("source.invalid_char_mask") if self.get("source.sanitize_field_names")
                 else None,
                 heartbeat=HeartbeatSettings(self.get("hudi.hoodie.client.heartbeat.interval_in_ms"),
@@ -609,6 +611,7 @@ class _Resolver:
             )
             write.keygen  # noqa: B018 - resolves and checks the key generator settings now
             write.table_settings()  # checks the bucket hash fields against the record key
+            LockSettings.from_hudi(write.hudi, write.table_path)  # checks the lock Hudi writers share
         except ConfigError as e:
             self.lower(e, RECORD_KEY)
         return write

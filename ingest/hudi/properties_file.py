@@ -65,8 +65,11 @@ def present(storage: Storage) -> bool:
 
 
 def has_timeline(storage: Storage) -> bool:
-    """True when `.hoodie` (or layout 2's `.hoodie/timeline`) holds files: instants of a real table."""
-    return any(not e.is_dir for folder in (METAFOLDER, f"{METAFOLDER}/timeline") for e in storage.list(folder))
+    """True when `.hoodie` (or layout 2's `.hoodie/timeline`) holds instant files (named by their instant
+    time) of a real table; other files, such as Hudi's `lock` (FileSystemBasedLockProvider) taken
+    before the first commit, are no timeline."""
+    return any(not e.is_dir and e.name[:1].isdigit()
+               for folder in (METAFOLDER, f"{METAFOLDER}/timeline") for e in storage.list(folder))
 
 
 def _now() -> str:

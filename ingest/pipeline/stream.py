@@ -8,9 +8,10 @@ into deletes of their keys, and commits, recording Spark's batch id under the ch
 identifier. The order makes a crash anywhere safe: the quarantine is written first, under names a
 replay rewrites; Spark records the batch as done only after the commit; and a batch replayed after
 a crash that hit between the two is recognised by the sink and skipped. Table services run after
-each commit, under the writer lease the sink holds for the whole run; then, when catalog sync is
-on, the table is synced (`ingest.pipeline.catalog_sync`: a failed sync leaves the commit committed
-and is retried after the next one).
+each commit, under the writer lease the sink takes for that commit (other writers of the table, a
+backfill say, take turns with it); then, when catalog sync is on, the table is synced
+(`ingest.pipeline.catalog_sync`: a failed sync leaves the commit committed and is retried after the
+next one).
 
 The query runs with the configured trigger, or `available_now` (read what Kafka has now, in batches
 of at most `max_offsets_per_trigger`, then stop). SIGTERM or Ctrl-C stop it between batches

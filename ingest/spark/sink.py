@@ -44,7 +44,7 @@ from ingest.write import quarantine, tasks
 from ingest.write import records as rec
 from ingest.write.commit import BatchId
 from ingest.write.file_group_writer import TaskIdentity
-from ingest.write.lock import WriterLock
+from ingest.write.lock import WriterLock, for_writer
 from ingest.write.options import IndexType, Operation, WriteOptions
 from ingest.write.plan import WritePlan
 
@@ -355,7 +355,9 @@ SMALL_BATCH_ROWS = 20_000
 class HudiSink:
     """A foreachBatch sink (`sink(df, batch_id)`), and a batch writer (`sink.write(df)`).
 
-    Holds the table's writer lease from its first batch until `close()`.
+    Takes the table's writer lease per commit (plan, write, commit, inline services), waiting up to
+    `write.lock_wait_seconds` for it, so a stream and a backfill of one table take turns; each
+    commit reads the timeline and the key index afresh after taking it.
     """
 
     def __init__(self, options: WriteOptions, *, spark: SparkSession | None = None, on_error: str = "fail",
@@ -374,9 +376,10 @@ class HudiSink:
         self.row_bytes: float | None = None  # the last batch's Arrow bytes per row (`arrow_batch_settings`)
 
     def _lease(self) -> WriterLock:
+        """Take the lease for one commit (waiting for another writer's commit to end), so writers of
+        one table take turns; `self.lock` is it while held (inline services run under it)."""
         if self.lock is None:
-            lock = WriterLock(Storage(self.options.table_path, self.options.storage_options),
-                              self.options.lock_expiry_seconds, description=self.options.checkpoint_id)
+            lock = for_writer(self.options)
             lock.acquire()
             self.lock = lock
         return self.lock
@@ -399,9 +402,16 @@ class HudiSink:
 
     def _write(self, df: DataFrame, batch: BatchId | None, label: str,
                extra: Mapping[str, str] | None = None) -> batch_mod.CommitResult:
-        lock = self._lease()
         if self.options.invalid_name_mask is not None:
             df = sanitized_frame(df, self.options.invalid_name_mask)
+        lock = self._lease()
+        try:
+            return self._commit(df, batch, label, extra, lock)
+        finally:
+            self.close()  # the next commit, this writer's or another's, takes the lease anew
+
+    def _commit(self, df: DataFrame, batch: BatchId | None, label: str, extra: Mapping[str, str] | None,
+                lock: WriterLock) -> batch_mod.CommitResult:
         while True:
             engine = self._engine(df, label)
             try:

@@ -29,12 +29,11 @@ from ingest.hudi.snapshot import ReadContext
 from ingest.hudi.table import HudiTable
 from ingest.index import bootstrap
 from ingest.phases import phase
-from ingest.storage import Storage
 from ingest.write import records as rec
 from ingest.write import tasks
 from ingest.write.commit import BatchId, Transaction, begin, complete_transaction, release
 from ingest.write.file_group_writer import TaskIdentity
-from ingest.write.lock import WriterLock
+from ingest.write.lock import WriterLock, for_writer
 from ingest.write.options import IndexType, Operation, WriteOptions
 from ingest.write.plan import WritePlan, build_plan
 
@@ -127,7 +126,7 @@ def write_batch(
 
     t1 = time.monotonic()
     txn = begin(table, incoming_avro_schema(arrow_schema, options.table_name), options.operation.value, batch,
-                options.heartbeat)
+                options.heartbeat, options.lazy_failed_writes)
     if txn is None:
         return CommitResult(None, skipped_replay=True)
     try:
@@ -225,7 +224,7 @@ class LocalEngine:
 
 
 class LocalWriter:
-    """Write Arrow tables into a table from one process, holding the writer lease meanwhile."""
+    """Write Arrow tables into a table from one process, taking the writer lease for each commit."""
 
     def __init__(self, options: WriteOptions, engine: LocalEngine | None = None):
         self.options = options
@@ -233,9 +232,7 @@ class LocalWriter:
 
     def write(self, data: pa.Table, batch: BatchId | None = None,
               extra_metadata: Mapping[str, str] | None = None) -> CommitResult:
-        lock = WriterLock(Storage(self.options.table_path, self.options.storage_options),
-                          self.options.lock_expiry_seconds)
-        with lock:
+        with for_writer(self.options) as lock:
             return write_batch(self.engine, self.options, data, batch=batch,
                                extra_metadata=extra_metadata, lock=lock)
 

@@ -11,7 +11,8 @@ While the instant is in flight its heartbeat (`.hoodie/.heartbeat/<t>`, `heartbe
 as Hudi's `BaseHoodieWriteClient.startCommit` does, so Hudi writers with lazy failed-write cleaning
 leave it alone. In turn, recovery rolls back a Hudi-left pending write only once its heartbeat has
 expired (`HoodieHeartbeatUtils.isHeartbeatExpired`); one ingest left is rolled back at once, since
-the writer lease already tells that its writer is gone.
+the writer lease already tells that its writer is gone, except under LAZY failed-write cleaning
+(several writers), where it too waits for its heartbeat to expire, as in Hudi.
 """
 
 from __future__ import annotations
@@ -122,10 +123,18 @@ def check_not_live(table: HudiTable, instant: Instant, settings: HeartbeatSettin
 _SWEPT: set[str] = set()  # tables whose orphan segments this process already deleted (one walk each)
 
 
-def recover(table: HudiTable, timeline: Timeline,
-            settings: HeartbeatSettings | None = None) -> tuple[Timeline, tuple[str, ...]]:
+def recover(table: HudiTable, timeline: Timeline, settings: HeartbeatSettings | None = None,
+            lazy: bool = False) -> tuple[Timeline, tuple[str, ...]]:
     """Finish interrupted rollbacks, roll back writes that never completed (not live Hudi writers'),
-    and (once per process) delete key-index segments of instants a Hudi writer rolled back."""
+    and (once per process) delete key-index segments of instants a Hudi writer rolled back.
+
+    `lazy` (Hudi's LAZY failed-writes cleaning, as with optimistic concurrency control): a pending
+    write with a live heartbeat is left to its writer, ingest's or Hudi's, as Hudi rolls back only
+    expired ones (`BaseHoodieTableServiceClient.getInstantsToRollback`); a writer that gave its write up
+    deleted the heartbeat, so that write is rolled back at once. Otherwise (EAGER, one ingest writer at
+    a time) a Hudi writer's live write is refused, and an ingest writer's is rolled back at once:
+    ingest writers hold the lease from begin to commit, so the lease this writer just took tells that
+    write's writer stopped (or lost the lease, and will not commit)."""
     storage = table.storage
     settings = settings or HeartbeatSettings()
     rolled = []
@@ -133,6 +142,10 @@ def recover(table: HudiTable, timeline: Timeline,
         resume_rollback(storage, timeline, pending)
         timeline = table.timeline()
     for pending in timeline.pending(Action.DELTA_COMMIT, Action.COMMIT):
+        if lazy and heartbeat.expires_in(storage, pending.timestamp, settings) > 0:
+            log.info("leaving %s %s to the writer running it (its heartbeat is live)",
+                     pending.action.value, pending.timestamp)
+            continue
         if not written_by_ingest(table, pending):
             check_not_live(table, pending, settings)
         log.warning("rolling back instant %s left %s by a writer that stopped", pending.timestamp,
@@ -154,6 +167,7 @@ def begin(
     operation: str,
     batch: BatchId | None = None,
     heartbeat_settings: HeartbeatSettings | None = None,
+    lazy: bool = False,
 ) -> Transaction | None:
     """Start a commit; None when `batch` was already committed (a replay after a restart)."""
     metadata_table.remove(table)  # it would go stale: Hudi's readers would miss what we write
@@ -165,7 +179,7 @@ def begin(
                      batch.batch_id, batch.checkpoint_id, done[1].timestamp)
             return None
     settings = heartbeat_settings or HeartbeatSettings()
-    timeline, rolled = recover(table, timeline, settings)
+    timeline, rolled = recover(table, timeline, settings, lazy)
     current = table.schema(timeline)
     incoming_schema = avro.without_null_fields(avro.without_meta_fields(incoming_schema))
     schema = avro.evolve(current, incoming_schema) if current is not None else incoming_schema

@@ -1,4 +1,4 @@
-"""One writer per table: a lease with heartbeat and expiry, safe on object stores.
+"""One commit at a time per table: a lease with heartbeat and expiry, safe on object stores.
 
 Object stores have neither rename nor locks, but they do have put-if-absent. The lease is a series
 of epoch files `.hoodie/.aux/ingest/lock/writer.<epoch>.json`: acquiring means creating the next
@@ -8,12 +8,18 @@ holder's expiry, or the holder's process is certainly gone (`ingest.liveness`: t
 on this host, boot and PID namespace, not merely a pid that looks dead from another container); it
 does so by creating the next epoch — so the previous holder, which checks before each commit that
 no newer epoch exists, learns it has lost the lease and stops instead of committing.
+
+Several ingest writers of one table (a stream and a backfill) take turns: each takes the lease per
+commit and waits for it up to `wait_seconds`. With Hudi's optimistic concurrency control configured,
+the lease also takes Hudi's own lock file (`ingest.hudi.lock_provider`), after the lease (so ingest
+writers never deadlock on it) and for as long, so Hudi writers take turns with ingest too.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import random
 import re
 import threading
 import time
@@ -21,10 +27,12 @@ import uuid
 from dataclasses import dataclass
 
 from ingest.errors import ConcurrentWriterError, TableNotFound
+from ingest.hudi.lock_provider import FileSystemLock, LockSettings
 from ingest.hudi.table_config import TableConfig
 from ingest.hudi.timeline import AUX_FOLDER
 from ingest.liveness import ProcessIdentity
 from ingest.storage import Storage
+from ingest.write.options import WriteOptions
 
 log = logging.getLogger(__name__)
 LOCK_FOLDER = f"{AUX_FOLDER}/ingest/lock"
@@ -79,11 +87,14 @@ def _epoch_path(epoch: int) -> str:
 class WriterLock:
     """The lease of one writer process on one table."""
 
-    def __init__(self, storage: Storage, expiry_seconds: float = 60.0, description: str = ""):
+    def __init__(self, storage: Storage, expiry_seconds: float = 60.0, description: str = "", *,
+                 wait_seconds: float = 0.0, hudi_lock: LockSettings | None = None):
         self.storage = storage
         self.expiry = expiry_seconds
         self.owner = f"{uuid.uuid4()}"
         self.description = description
+        self.wait_seconds = wait_seconds
+        self.hudi_lock = FileSystemLock(hudi_lock, storage.options, self.owner) if hudi_lock else None
         self.epoch: int | None = None
         self._acquired_at = 0.0
         self._stop = threading.Event()
@@ -113,22 +124,37 @@ class WriterLock:
     # -- lease --------------------------------------------------------------------------------
 
     def acquire(self) -> None:
-        """Take the lease or raise ConcurrentWriterError naming the current holder.
-
-        A table ingest cannot write is refused first (UnsupportedTable), so it gets no lease file."""
+        """Take the lease (and Hudi's lock, if configured), waiting up to `wait_seconds` for them;
+        then raise ConcurrentWriterError naming the holder. A table ingest cannot write is refused
+        first (UnsupportedTable), so it gets no lease file."""
         _refuse_unwritable(self.storage)
+        deadline = time.monotonic() + self.wait_seconds
+        pause = 0.05
+        while True:
+            refusal = self._try_lease()
+            if refusal is None:
+                refusal = self._try_hudi_lock()
+                if refusal is None:
+                    return
+            left = deadline - time.monotonic()
+            if left <= 0:
+                waited = f" (waited {self.wait_seconds:.0f}s)" if self.wait_seconds else ""
+                raise ConcurrentWriterError(refusal + waited)
+            time.sleep(min(pause * random.uniform(0.5, 1.0), left))  # jitter: waiters do not retry in step
+            pause = min(pause * 2, 1.0, max(self.expiry / 4, 0.05))
+
+    def _try_lease(self) -> str | None:
+        """Take the lease; None on success, else why not."""
         for _ in range(5):
             epochs = self._epochs()
             current = epochs[-1] if epochs else 0
             holder = self._read(current) if current else None
             if holder is not None and not holder.expired(time.time()):
                 age = time.time() - holder.heartbeat_at
-                raise ConcurrentWriterError(
-                    f"{self.storage.base_url} is being written by another writer (host {holder.host}, "
-                    f"pid {holder.pid}, lease epoch {current}, last heartbeat {age:.0f}s ago); "
-                    f"a table takes one writer at a time. The lease expires in "
-                    f"{max(holder.expiry - age, 0):.0f}s if that writer has stopped."
-                )
+                return (f"{self.storage.base_url} is being written by another writer (host {holder.host}, "
+                        f"pid {holder.pid}, lease epoch {current}, last heartbeat {age:.0f}s ago); "
+                        f"writers of a table take turns, one commit at a time. The lease expires in "
+                        f"{max(holder.expiry - age, 0):.0f}s if that writer has stopped.")
             self._acquired_at = time.time()
             if self.storage.create(_epoch_path(current + 1), self._record().to_bytes()):
                 self.epoch = current + 1
@@ -136,8 +162,20 @@ class WriterLock:
                     self.storage.delete(_epoch_path(old))
                 self._start_heartbeat()
                 self._sweep()
-                return
-        raise ConcurrentWriterError(f"{self.storage.base_url}: could not take the writer lease (contended)")
+                return None
+        return f"{self.storage.base_url}: could not take the writer lease (contended)"
+
+    def _try_hudi_lock(self) -> str | None:
+        """Take Hudi's lock file while holding the lease; on refusal give the lease back."""
+        if self.hudi_lock is None or self.hudi_lock.try_lock(stale_ingest_lock=True):
+            return None
+        holder = self.hudi_lock.holder()
+        self.release()
+        expiry = self.hudi_lock.settings.expire_minutes
+        return (f"{self.storage.base_url}: Hudi's table lock {self.hudi_lock.url} is held by another writer "
+                f"(lockThreadName {holder or '?'}); " + (f"it expires {expiry} minute(s) after it was taken"
+                                                         if expiry else "it never expires: if its writer is gone, "
+                                                         "delete the file (hoodie.write.lock.filesystem.expire is 0)"))
 
     def _sweep(self) -> None:
         """Holding the lease, remove what writers that died left half-written (`.tmp` files that
@@ -157,10 +195,16 @@ class WriterLock:
                 f"{self.storage.base_url}: this writer lost its lease (epoch {self.epoch}) to another writer; "
                 "stopping before committing"
             )
+        if self.hudi_lock is not None and not self.hudi_lock.held():
+            raise ConcurrentWriterError(
+                f"{self.storage.base_url}: this writer's Hudi lock {self.hudi_lock.url} was taken by another "
+                "writer (it expired); stopping before committing")
 
     def heartbeat(self) -> None:
         if self.epoch is not None:
             self.storage.write(_epoch_path(self.epoch), self._record().to_bytes())
+            if self.hudi_lock is not None:
+                self.hudi_lock.refresh()
 
     def _start_heartbeat(self) -> None:
         self._stop.clear()
@@ -179,6 +223,8 @@ class WriterLock:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
+        if self.hudi_lock is not None:
+            self.hudi_lock.unlock()
         if self.epoch is not None:
             mine = self._read(self.epoch)
             if mine is not None and mine.owner == self.owner:
@@ -191,3 +237,12 @@ class WriterLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+def for_writer(options: WriteOptions, description: str = "") -> WriterLock:
+    """The lease a writer with `options` takes per commit: its expiry and wait, and Hudi's lock when
+    the Hudi settings ask for optimistic concurrency control."""
+    hudi_lock = LockSettings.from_hudi(options.hudi, options.table_path, options.jvm_timezone)
+    return WriterLock(Storage(options.table_path, options.storage_options), options.lock_expiry_seconds,
+                      description or options.checkpoint_id, wait_seconds=options.lock_wait_seconds,
+                      hudi_lock=hudi_lock)

@@ -17,6 +17,7 @@ from ingest.errors import ConfigError
 from ingest.hudi.bucket_index import bucket_index_write_config, hash_fields_from_config
 from ingest.hudi.heartbeat import HeartbeatSettings
 from ingest.hudi.key_generator import COMPLEX_NEW_ENCODING, KeyGeneratorSpec, complex_key_encoding
+from ingest.hudi.lock_provider import lazy_failed_writes
 from ingest.hudi.table_config import TableConfigKey
 from ingest.hudi.table_version import DEFAULT_WRITE_VERSION, TableVersion
 from ingest.write.file_group_writer import InsertMode
@@ -116,6 +117,7 @@ class WriteOptions:
     parquet_compression: str = "snappy"
     jvm_timezone: str = "UTC"
     lock_expiry_seconds: float = 60.0
+    lock_wait_seconds: float = 0.0  # how long a commit waits for the lease another writer holds
     # Column names Avro refuses are renamed with this mask (HoodieStreamer's sanitizing); None refuses them.
     invalid_name_mask: str | None = None
     heartbeat: HeartbeatSettings = HeartbeatSettings()  # of each instant in flight (`ingest.hudi.heartbeat`)
@@ -134,6 +136,11 @@ class WriteOptions:
     @cached_property
     def keygen(self) -> KeyGeneratorSpec:
         return KeyGeneratorSpec.from_config(self.hudi, jvm_timezone=self.jvm_timezone)
+
+    @property
+    def lazy_failed_writes(self) -> bool:
+        """Other writers may be running: a pending write is rolled back only once its heartbeat expired."""
+        return lazy_failed_writes(self.hudi)
 
     @property
     def precombine_field(self) -> str | None:
