@@ -156,7 +156,7 @@ def test_table_matches_reference_model(tmp_path_factory, index, insert_mode, glo
         if i == fail_at:
             failed = die_before_commit(options, to_table(ops, with_note, salt=1000 + i))
             # The next process to open the table may be a Hudi writer: it rolls our failed instant back.
-            hudi_invariants.check(path, bucket_index=index == "bucket")
+            hudi_invariants.check(path, bucket_index=index == "bucket", global_index=global_scope)
         for op in ops:
             op.values = model_values(op, with_note, salt=i)
         writer.write(to_table(ops, with_note, salt=i))
@@ -174,6 +174,6 @@ def test_table_matches_reference_model(tmp_path_factory, index, insert_mode, glo
         assert r[avro.RECORD_KEY] == r["uuid"]
         assert r[avro.PARTITION_PATH].startswith("city=")
     check_hudi_rs(str(path), table)
-    checked = hudi_invariants.check(path, bucket_index=index == "bucket")
+    checked = hudi_invariants.check(path, bucket_index=index == "bucket", global_index=global_scope)
     assert index == "bucket" or checked["keys_in_base_files"] == len(expected_rows(model))
     assert checked["schemas"] > 0 and (failed is None or checked["rollbacks"] > 0), checked
