@@ -91,7 +91,9 @@ def test_validation_refuses_an_existing_table_that_records_no_form(tmp_path):
             "hoodie.datasource.write.partitionpath.field": "region",
             "hoodie.datasource.write.precombine.field": "updated_at",
             "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.ComplexKeyGenerator"}
-    LocalWriter(WriteOptions(table_path=str(table), table_name="orders", hudi=hudi)).write(
+    # The configuration's index is SIMPLE (Hudi's default), so the table is written with the key index.
+    LocalWriter(WriteOptions(table_path=str(table), table_name="orders", hudi=hudi,
+                             index=IndexOptions(type=IndexType.KEY))).write(
         pa.table({"order_id": ["o1"], "region": ["eu"], "updated_at": pa.array([1], pa.int64())}))
     path = write(tmp_path, config)
     assert load_config(path, complex_).write.keygen.plain_record_key is False
