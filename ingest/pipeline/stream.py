@@ -166,15 +166,21 @@ def _wait(query: StreamingQuery, gate: BatchGate) -> None:
     while True:
         try:
             if query.awaitTermination(POLL_SECONDS):
-                return
+                break
         except StreamingQueryException:
-            return  # the caller looks at why
+            break  # the caller looks at why (a stop asked for between two polls ends the query too)
         if gate.stopping:
-            log.info("%s received: letting the current batch finish, then stopping "
-                     "(send it again to stop at once)", gate.reason)
+            _say_stopping(gate)
             gate.wait_idle()
             query.stop()
             return
+    if gate.stopping:
+        _say_stopping(gate)
+
+
+def _say_stopping(gate: BatchGate) -> None:
+    log.info("%s received: letting the current batch finish, then stopping (send it again to stop at once)",
+             gate.reason)
 
 
 def _query_failure(exc: BaseException) -> IngestError:
