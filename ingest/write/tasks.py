@@ -12,7 +12,8 @@ and tags each record (`tag`). The driver then places new keys as Hudi's upsert p
 an index that cannot index log files (`insert_buckets`: the plan's small base files, then new file
 groups), and a second pass, routed by file group, writes them (`write_groups`: a small file's group
 is rewritten into a new base file), while the tagged records, still grouped by shard, write the
-state (`write_state`).
+state (`write_state`). On Spark the state is written on the way to the second pass
+(`place_and_index`), and the names of its segments travel to the file-group writers as rows.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ BUCKET = "_ingest_bucket"
 SHARD = "_ingest_shard"
 KIND = "_ingest_kind"
 UPSERT, DELETE, DEAD = "U", "D", "X"
+SEGMENT = "S"  # a row naming a key-state segment this instant wrote (its path in `FILE_ID`)
 COUNTERS = ("upserts", "inserts", "updates", "deletes", "stale", "missing_deletes")
 ADMISSION = ("rows_in", "quarantined")
 
@@ -404,15 +406,17 @@ def assign(tagged: pa.Table, buckets: Mapping[str, tuple[tuple[str, int], ...]])
 
 
 def write_groups(plan: WritePlan, tagged: pa.Table, task: TaskIdentity) -> TaskResult:
-    """Write every file group's upserts and deletes (rows routed here by file group)."""
+    """Write every file group's upserts and deletes (rows routed here by file group); segment rows
+    (`place_and_index`) are handed on in the result."""
     writes = []
+    segments = tagged.filter(pc.equal(tagged.column(KIND), SEGMENT)).column(FILE_ID).to_pylist()
     rows = tagged.filter(pc.is_in(tagged.column(KIND), pa.array([UPSERT, DELETE])))
     for (partition, file_id), group in _groups(rows, [pcb.PARTITION, FILE_ID]):
         kinds = group.column(KIND)
         upserts = group.filter(pc.equal(kinds, UPSERT))
         deletes = group.filter(pc.equal(kinds, DELETE))
         writes.append((plan.target(partition, file_id), _drop_internal(upserts, KIND, SHARD), deletes))
-    return TaskResult(tuple(write_file_groups(plan.write, writes, task)), (), {})
+    return TaskResult(tuple(write_file_groups(plan.write, writes, task)), tuple(segments), {})
 
 
 def write_state(plan: WritePlan, tagged: pa.Table) -> TaskResult:
@@ -434,3 +438,17 @@ def write_state(plan: WritePlan, tagged: pa.Table) -> TaskResult:
             state = store.load(shard_name(plan, shard), plan.is_visible)
             segments.append(_write_segment(plan, store, state, changes))
     return TaskResult((), tuple(segments), {})
+
+
+def place_and_index(plan: WritePlan, tagged: pa.Table, buckets: Mapping[str, tuple[tuple[str, int], ...]]) -> pa.Table:
+    """One shard task's tagged rows on their way to the file-group writers: new keys placed
+    (`assign`), the shards' state written (`write_state`), and out go the upserts and deletes plus a
+    row per segment written. The rows are already in this task, in shard order, so the state costs
+    no pass of its own; a retried task writes the same segments under the same names."""
+    assigned = assign(tagged, buckets)
+    segments = write_state(plan, assigned).segments
+    rows = assigned.filter(pc.is_in(assigned.column(KIND), pa.array([UPSERT, DELETE])))
+    if not segments:
+        return rows
+    named = _conform(pa.table({FILE_ID: pa.array(segments, pa.string())}), tagged.schema, SEGMENT, 0)
+    return pa.concat_tables([rows, named])
