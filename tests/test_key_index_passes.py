@@ -7,6 +7,8 @@ counts inserts or writes the state.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pyarrow as pa
 import pytest
 from test_table_semantics import check_hudi_rs, options_for
@@ -14,6 +16,7 @@ from test_table_semantics import check_hudi_rs, options_for
 from ingest.hudi.snapshot import read_snapshot
 from ingest.hudi.table import HudiTable
 from ingest.spark.sink import HudiSink
+from ingest.write import tasks
 from ingest.write.batch import LocalWriter
 
 pytest.importorskip("hudi")
@@ -68,3 +71,16 @@ def test_an_upsert_is_two_spark_jobs_writing_what_the_local_writer_writes(spark,
     assert read_snapshot(spark_table).sort_by("uuid").select(["uuid", "fare"]).equals(
         read_snapshot(HudiTable.open(str(local_path))).sort_by("uuid").select(["uuid", "fare"]))
     assert check_hudi_rs(str(spark_path), spark_table) > 0
+
+
+def test_file_groups_are_spread_over_the_write_tasks_by_their_work():
+    """`UpsertPartitioner.getPartition`: Hudi gives each file group a Spark partition of its own, so no
+    task writes more than its share while another idles. With a fixed number of write tasks the
+    heaviest groups go first, each onto the least loaded task; a small file that takes new keys
+    weighs its base file's keys too, as `HoodieMergeHandle` rewrites them all."""
+    plan = SimpleNamespace(small_files={"a": (("small", 1000),)})
+    groups = [("a", "small", 100, 5000), ("a", "big-log", 3000, 90000), ("b", "x", 2000, 0), ("b", "y", 1500, 0)]
+    buckets = {"a": (("small", 50),), "b": (("new-b", 400),)}
+    task_of = tasks.balanced(plan, groups, buckets, 2)
+    # weights: small 100 + 50 new + 5000 rewritten, big-log 3000, x 2000, y 1500, new-b 400
+    assert task_of == {("a", "small"): 0, ("a", "big-log"): 1, ("b", "x"): 1, ("b", "y"): 1, ("b", "new-b"): 0}

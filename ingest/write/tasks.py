@@ -18,7 +18,7 @@ state (`write_state`). On Spark the state is written on the way to the second pa
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -452,3 +452,53 @@ def place_and_index(plan: WritePlan, tagged: pa.Table, buckets: Mapping[str, tup
         return rows
     named = _conform(pa.table({FILE_ID: pa.array(segments, pa.string())}), tagged.schema, SEGMENT, 0)
     return pa.concat_tables([rows, named])
+
+
+def group_rows(plan: WritePlan, tagged: pa.Table) -> list[tuple[str, str, int, int]]:
+    """Per file group this shard task's known rows go to: (partition, file id, rows, keys the shards'
+    state places in that group), for weighing the write tasks' work (`balanced`)."""
+    known = tagged.filter(pc.and_(pc.is_in(tagged.column(KIND), pa.array([UPSERT, DELETE])),
+                                  pc.is_valid(tagged.column(FILE_ID))))
+    counted = known.group_by([pcb.PARTITION, FILE_ID]).aggregate([([], "count_all")])
+    rows = {(r[pcb.PARTITION], r[FILE_ID]): r["count_all"] for r in counted.to_pylist()}
+    held: dict[tuple[str, str], int] = {}
+    if rows:
+        store = plan.key_state()
+        file_ids = pa.array(sorted({f for _, f in rows}), pa.string())
+        for shard in pc.unique(tagged.column(SHARD)).to_pylist():
+            state = store.load(shard_name(plan, shard), plan.is_visible).table
+            live = state.filter(pc.and_(pc.invert(state.column(ks.DELETED)),
+                                        pc.is_in(state.column(ks.FILE_ID).cast(pa.string()), file_ids)))
+            places = pa.table({c: live.column(c).cast(pa.string()) for c in (ks.PARTITION, ks.FILE_ID)})
+            for r in places.group_by([ks.PARTITION, ks.FILE_ID]).aggregate([([], "count_all")]).to_pylist():
+                place = (r[ks.PARTITION], r[ks.FILE_ID])
+                held[place] = held.get(place, 0) + r["count_all"]
+    return [(p, f, n, held.get((p, f), 0)) for (p, f), n in rows.items()]
+
+
+def balanced(plan: WritePlan, groups: Iterable[Sequence], buckets: Mapping[str, tuple[tuple[str, int], ...]],
+             tasks_count: int) -> dict[tuple[str, str], int]:
+    """The write task of each file group, the heaviest first onto the least loaded task.
+
+    Hudi gives every file group a Spark partition of its own (`UpsertPartitioner.getPartition`), so
+    Spark's scheduler evens the work out; here a fixed number of tasks writes them, and a hash of the
+    group can put most of the work in one task. A group's work is its rows, plus the base file's
+    keys where it is rewritten (a small file that takes new keys, `_merges`).
+    """
+    rows: dict[tuple[str, str], int] = {}
+    held: dict[tuple[str, str], int] = {}
+    for partition, file_id, n, keys in groups:
+        rows[(partition, file_id)] = rows.get((partition, file_id), 0) + n
+        held[(partition, file_id)] = held.get((partition, file_id), 0) + keys
+    for partition, placed in buckets.items():
+        small = {f for f, _ in plan.small_files.get(partition, ())}
+        for file_id, n in placed:
+            rows[(partition, file_id)] = rows.get((partition, file_id), 0) + n + (held.get((partition, file_id), 0)
+                                                                                  if file_id in small else 0)
+    load = [0] * tasks_count
+    out = {}
+    for place, weight in sorted(rows.items(), key=lambda kv: (-kv[1], kv[0])):
+        task = min(range(tasks_count), key=lambda t: (load[t], t))
+        out[place] = task
+        load[task] += weight
+    return out
