@@ -195,7 +195,7 @@ def measure_encoder(spark, rows: int) -> dict:
     n = table.num_rows
     fake = table.append_column("_ingest_key", table.column("order_id")).append_column(
         "_ingest_partition", table.column("region"))
-    rows_with_meta = with_meta_columns(fake, "20240101000000000", 0, ["file-0"], [n]).drop_columns(
+    rows_with_meta = with_meta_columns(fake, "20240101000000000", 0, ["file-0"], [n], log_records=True).drop_columns(
         ["_ingest_key", "_ingest_partition"])
     schema = avro.with_meta_fields(avro.arrow_to_avro(table.schema, "orders"))
     ours_s, encoded = timed(lambda: avro_encoder.avro_data_block_content(avro_encoder.encode_batch(rows_with_meta, schema)))

@@ -137,8 +137,11 @@ def write_base_file(storage: Storage, path: str, table: pa.Table, writer_schema:
 
 
 def encode_base_file(table: pa.Table, writer_schema: AvroSchema, options: BaseFileOptions | None = None,
-                     *, path: str = "") -> tuple[bytes, BaseFileStats]:
-    """The bytes of a base file holding `table`, and its stats (`path` is only echoed in them)."""
+                     *, path: str = "", bloom_filter: bloom.BloomFilter | None = None) -> tuple[bytes, BaseFileStats]:
+    """The bytes of a base file holding `table`, and its stats (`path` is only echoed in them).
+
+    `bloom_filter`: the filter of exactly `table`'s keys when the caller has it (`merged_bloom_filter`).
+    """
     options = options or BaseFileOptions()
     names = [f["name"] for f in writer_schema["fields"]]
     if tuple(names[: len(META_FIELDS)]) != META_FIELDS or tuple(table.column_names[: len(META_FIELDS)]) != META_FIELDS:
@@ -147,9 +150,10 @@ def encode_base_file(table: pa.Table, writer_schema: AvroSchema, options: BaseFi
 
     keys = table.column(RECORD_KEY)
     _check_record_keys(keys, path)
-    filt = bloom.create_bloom_filter(options.bloom_type_code, options.bloom_num_entries, options.bloom_fpp,
-                                     options.bloom_max_entries)
-    filt.add_all(keys)
+    filt = bloom_filter
+    if filt is None:
+        filt = new_bloom_filter(options)
+        filt.add_all(keys)
     min_key, max_key = _java_min_max(keys)
 
     sink = io.BytesIO()
@@ -187,6 +191,21 @@ def encode_base_file(table: pa.Table, writer_schema: AvroSchema, options: BaseFi
         for j in range(meta.num_columns)
     )
     return data, BaseFileStats(path, table.num_rows, len(data), min_key, max_key, uncompressed)
+
+
+def new_bloom_filter(options: BaseFileOptions) -> bloom.BloomFilter:
+    return bloom.create_bloom_filter(options.bloom_type_code, options.bloom_num_entries, options.bloom_fpp,
+                                     options.bloom_max_entries)
+
+
+def merged_bloom_filter(old: BaseFileFooter, options: BaseFileOptions, added: pa.Array) -> bloom.BloomFilter | None:
+    """The filter of a merged file that keeps every key of `old` and adds the keys `added`, from `old`'s
+    filter (Hudi's merge builds it afresh from every key it writes: hashing only the added keys gives
+    the same bits wherever `bloom.extended` can tell); None where it cannot."""
+    held = old.bloom_filter()
+    if held is None:
+        return None
+    return bloom.extended(held, old.num_rows, new_bloom_filter(options), added)
 
 
 def _full_name(schema: AvroSchema) -> str:

@@ -322,6 +322,25 @@ def create_bloom_filter(type_code: str = DEFAULT_TYPE_CODE, num_entries: int = D
     raise UnsupportedTable(f"bloom filter type code {type_code!r} is not one of {', '.join(TYPE_CODES)}")
 
 
+def extended(held: BloomFilter, keys_held: int, fresh: BloomFilter, added: Keys) -> BloomFilter | None:
+    """`fresh` (empty) after the `keys_held` keys `held` was built from and then `added`, made from
+    `held`'s bits and the hashes of `added` only; None where that is not certain to equal adding
+    every key to `fresh`: another size, hash or row capacity, or a dynamic filter whose keys do not
+    all fit its first row (its rows then depend on the order of the keys)."""
+    added_count = len(added) if not isinstance(added, str) else 1
+    if (held.type_code != fresh.type_code or len(held._rows) != 1 or held.vector_size != fresh.vector_size
+            or held.num_hashes != fresh.num_hashes or held.hash_type != fresh.hash_type):
+        return None
+    if isinstance(fresh, DynamicBloomFilter):
+        if (not isinstance(held, DynamicBloomFilter) or held.num_entries != fresh.num_entries
+                or held.current_count != keys_held or keys_held + added_count > fresh.num_entries):
+            return None
+        fresh.current_count = keys_held
+    fresh._rows = [held._rows[0].copy()]
+    fresh.add_all(added)
+    return fresh
+
+
 # -- parsing ------------------------------------------------------------------------------------
 
 

@@ -152,6 +152,20 @@ def _slot_keys(session, tasks_count: int) -> tuple[int, ...]:
     return tuple(found[i] for i in range(tasks_count))
 
 
+def slot_keys(session, tasks_count: int) -> tuple[int, ...]:
+    """For each task `i`, a slot value `repartition(tasks_count, SLOT)` sends to task `i`."""
+    return _slot_keys(session, tasks_count)
+
+
+def with_group_slots(table: pa.Table, task_of: dict[tuple[str, str], int], keys: Sequence[int]) -> pa.Table:
+    """`table` with the slot of the task that writes each row's file group (`tasks.balanced`); rows of
+    no file group (segment names) go to the first task."""
+    partitions = table.column(pcb.PARTITION).to_pylist()
+    file_ids = table.column(tasks.FILE_ID).to_pylist()
+    slots = [keys[task_of.get((p, f), 0)] for p, f in zip(partitions, file_ids, strict=True)]
+    return table.append_column(SLOT, pa.array(slots, pa.int32()))
+
+
 def _key_columns(spec: KeyGeneratorSpec) -> list[str]:
     return sorted({f.split(".")[0] for f in spec.record_key_fields})
 

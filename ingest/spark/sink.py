@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import AccumulatorParam, StorageLevel, TaskContext
@@ -39,7 +40,6 @@ from ingest.spark import routing
 from ingest.spark.failures import is_spark_error, spark_failure
 from ingest.storage import Storage
 from ingest.write import batch as batch_mod
-from ingest.write import precombine as pcb
 from ingest.write import quarantine, tasks
 from ingest.write import records as rec
 from ingest.write.commit import BatchId
@@ -96,6 +96,35 @@ def _result_batch(result: tasks.TaskResult) -> pa.RecordBatch:
         "counts": dict(result.counts),
     })
     return pa.RecordBatch.from_pydict({"result": pa.array([payload], pa.string())})
+
+
+PACKED, NEW_KEYS = "_ingest_packed", "_ingest_new_keys"
+PACKED_SCHEMA = StructType.fromJson({"type": "struct", "fields": [
+    {"name": PACKED, "type": "binary", "nullable": False, "metadata": {}},
+    {"name": NEW_KEYS, "type": "string", "nullable": True, "metadata": {}},
+]})
+PACKED_BYTES = 64 << 20  # Arrow bytes per packed value, far under Spark's 2 GB per value
+
+
+def _packed(table: pa.Table, told: Mapping[str, Any]) -> Iterator[pa.RecordBatch]:
+    """`table` as Arrow IPC streams, one per value; the first value carries `told` as JSON (the new keys
+    per partition, the rows per file group)."""
+    rows = max(1, PACKED_BYTES * table.num_rows // max(1, table.nbytes))
+    for i, start in enumerate(range(0, max(1, table.num_rows), rows)):
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema) as stream:
+            stream.write_table(table.slice(start, rows))
+        data = sink.getvalue()  # one binary value over the stream's buffer, not a copy of it
+        offsets = pa.py_buffer(np.array([0, data.size], dtype=np.int32).tobytes())
+        yield pa.RecordBatch.from_pydict({PACKED: pa.Array.from_buffers(pa.binary(), 1, [None, offsets, data]),
+                                          NEW_KEYS: pa.array([json.dumps(told) if i == 0 else None], pa.string())})
+
+
+def _unpacked(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:
+    """The rows `_packed` wrote, from the values a task gets."""
+    tables = [pa.ipc.open_stream(value.as_buffer()).read_all()
+              for batch in batches for value in batch.column(PACKED)]
+    return pa.concat_tables(tables) if tables else None
 
 
 def _parse_results(rows) -> tasks.TaskResult:
@@ -303,6 +332,7 @@ class SparkEngine:
 
     def _key_index(self, plan: WritePlan, prepared: PreparedFrame, routed: DataFrame, counters) -> tasks.TaskResult:
         prepare = self._prepare_fn(plan, prepared, counters)
+        session = prepared.df.sparkSession
         arrow_in = to_arrow_schema(prepared.df.schema, timezone="UTC")
         probe = rec.prepare(arrow_in.empty_table(), prepared.options.keygen, ordering_field=prepared.ordering_field,
                             delete_flag_column=prepared.options.delete_flag_column)
@@ -315,38 +345,45 @@ class SparkEngine:
                 return
             tagged, counts = tasks.tag(plan, prepare(table, _task()), tagged_arrow)
             counters.add(counts)
-            yield from tagged.to_batches()
+            yield from _packed(tagged, {"new": tasks.insert_counts(tagged), "groups": tasks.group_rows(plan, tagged)})
 
-        tagged = routed.mapInArrow(tag, from_arrow_schema(tagged_arrow)).persist(StorageLevel.MEMORY_AND_DISK)
+        # Kept between the passes as Arrow IPC bytes, a few values per task: Spark then neither
+        # converts the tagged rows into its cache's columns nor back into Arrow for each later step.
+        tagged = routed.mapInArrow(tag, PACKED_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            new = tagged.where((F.col(tasks.KIND) == tasks.UPSERT) & F.col(tasks.FILE_ID).isNull())
-            counts = {r[pcb.PARTITION]: r["count"] for r in new.groupBy(pcb.PARTITION).count().collect()}
+            counts: dict[str, int] = {}
+            seen: list = []
+            for row in tagged.select(NEW_KEYS).where(F.col(NEW_KEYS).isNotNull()).collect():
+                told = json.loads(row[NEW_KEYS])
+                for partition, n in told["new"].items():
+                    counts[partition] = counts.get(partition, 0) + n
+                seen.extend(told["groups"])
             buckets = tasks.insert_buckets(plan, counts)
+            n_tasks = self.parallelism
+            task_of = tasks.balanced(plan, seen, buckets, n_tasks)
+            keys = routing.slot_keys(session, n_tasks) if n_tasks > 1 else (0,)
+
+            def place(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+                table = _unpacked(batches)
+                if table is not None:
+                    placed = tasks.place_and_index(plan, table, buckets)
+                    yield from routing.with_group_slots(placed, task_of, keys).to_batches()
 
             def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
                 table = _table(batches)
                 if table is None:
                     return
-                yield _result_batch(tasks.write_groups(plan, table, _task()))
+                yield _result_batch(tasks.write_groups(plan, routing.without_slot(table), _task()))
 
-            def assign(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-                for b in batches:
-                    yield from tasks.assign(pa.Table.from_batches([b]), buckets).to_batches()
-
-            def state(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-                table = _table(batches)
-                if table is None:
-                    return
-                yield _result_batch(tasks.write_state(plan, tasks.assign(table, buckets)))
-
-            assigned = tagged.mapInArrow(assign, tagged.schema)
-            groups = (assigned.coalesce(1) if self.parallelism == 1
-                      else assigned.repartition(self.parallelism, pcb.PARTITION, tasks.FILE_ID))
+            slotted = tagged_arrow.append(pa.field(routing.SLOT, pa.int32()))
+            placed = tagged.select(PACKED).mapInArrow(place, from_arrow_schema(slotted))
+            # Each file group to the task `balanced` chose for it: a hash of the group could leave one
+            # task most of the rewriting while the other idles.
+            groups = placed.coalesce(1) if n_tasks == 1 else placed.repartition(n_tasks, routing.SLOT)
             written = _parse_results(groups.mapInArrow(write, RESULT_SCHEMA).collect())
-            segments = _parse_results(tagged.mapInArrow(state, RESULT_SCHEMA).collect())
         finally:
             tagged.unpersist()
-        return tasks.TaskResult(written.stats, segments.segments, {})
+        return tasks.TaskResult(written.stats, written.segments, {})
 
 
 SMALL_BATCH_ROWS = 20_000

@@ -35,7 +35,13 @@ import pyarrow.compute as pc
 
 from ingest.hudi import avro_encoder, markers
 from ingest.hudi import schema as avro
-from ingest.hudi.base_file import BaseFileOptions, encode_base_file, read_base_file
+from ingest.hudi.base_file import (
+    BaseFileOptions,
+    encode_base_file,
+    merged_bloom_filter,
+    read_base_file,
+    read_footer,
+)
 from ingest.hudi.commit_metadata import NULL_COMMIT, RuntimeStats, WriteStat
 from ingest.hudi.data_block import DATA_BLOCK_VERSION, data_block_header
 from ingest.hudi.delete_block import NO_ORDERING_VALUE, DeleteRecord, delete_block
@@ -305,13 +311,19 @@ def _merge_base_file(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Tab
     new = pa.Table.from_arrays([new.column(f.name).cast(f.type) if f.name in new.column_names
                                 else pa.nulls(new.num_rows, f.type) for f in schema], schema=schema)
     rows = pa.concat_tables([kept, new]).sort_by(avro.RECORD_KEY)
-    data, _ = encode_base_file(rows, ctx.writer_schema, ctx.base_file_options, path=path)
+    deleted = int(pc.sum(pc.is_in(old_keys, value_set=deletes.column(KEY).combine_chunks().cast(pa.string()))
+                         .cast(pa.int64())).as_py() or 0)
+    filt = None
+    if not deleted:  # every old key stays: the old filter holds them, only the added keys need hashing
+        keys = new.column(avro.RECORD_KEY).combine_chunks()
+        added = keys.filter(pc.invert(pc.is_in(keys, value_set=old_keys.combine_chunks())))
+        filt = merged_bloom_filter(read_footer(ctx.storage, target.path(target.base_file)),
+                                   ctx.base_file_options, added)
+    data, _ = encode_base_file(rows, ctx.writer_schema, ctx.base_file_options, path=path, bloom_filter=filt)
     markers.create(ctx.storage, ctx.instant, target.partition_path, name, markers.IOType.MERGE)
     if not ctx.storage.create(path, data):
         raise FileExistsError(f"base file {ctx.storage.url(path)} already exists")
     updates, inserts = _counts(upserts)
-    deleted = int(pc.sum(pc.is_in(old_keys, value_set=deletes.column(KEY).combine_chunks().cast(pa.string()))
-                         .cast(pa.int64())).as_py() or 0)
     return WriteStat(
         file_id=target.file_id,
         path=path,

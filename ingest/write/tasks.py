@@ -12,12 +12,13 @@ and tags each record (`tag`). The driver then places new keys as Hudi's upsert p
 an index that cannot index log files (`insert_buckets`: the plan's small base files, then new file
 groups), and a second pass, routed by file group, writes them (`write_groups`: a small file's group
 is rewritten into a new base file), while the tagged records, still grouped by shard, write the
-state (`write_state`).
+state (`write_state`). On Spark the state is written on the way to the second pass
+(`place_and_index`), and the names of its segments travel to the file-group writers as rows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -38,6 +39,7 @@ BUCKET = "_ingest_bucket"
 SHARD = "_ingest_shard"
 KIND = "_ingest_kind"
 UPSERT, DELETE, DEAD = "U", "D", "X"
+SEGMENT = "S"  # a row naming a key-state segment this instant wrote (its path in `FILE_ID`)
 COUNTERS = ("upserts", "inserts", "updates", "deletes", "stale", "missing_deletes")
 ADMISSION = ("rows_in", "quarantined")
 
@@ -404,15 +406,17 @@ def assign(tagged: pa.Table, buckets: Mapping[str, tuple[tuple[str, int], ...]])
 
 
 def write_groups(plan: WritePlan, tagged: pa.Table, task: TaskIdentity) -> TaskResult:
-    """Write every file group's upserts and deletes (rows routed here by file group)."""
+    """Write every file group's upserts and deletes (rows routed here by file group); segment rows
+    (`place_and_index`) are handed on in the result."""
     writes = []
+    segments = tagged.filter(pc.equal(tagged.column(KIND), SEGMENT)).column(FILE_ID).to_pylist()
     rows = tagged.filter(pc.is_in(tagged.column(KIND), pa.array([UPSERT, DELETE])))
     for (partition, file_id), group in _groups(rows, [pcb.PARTITION, FILE_ID]):
         kinds = group.column(KIND)
         upserts = group.filter(pc.equal(kinds, UPSERT))
         deletes = group.filter(pc.equal(kinds, DELETE))
         writes.append((plan.target(partition, file_id), _drop_internal(upserts, KIND, SHARD), deletes))
-    return TaskResult(tuple(write_file_groups(plan.write, writes, task)), (), {})
+    return TaskResult(tuple(write_file_groups(plan.write, writes, task)), tuple(segments), {})
 
 
 def write_state(plan: WritePlan, tagged: pa.Table) -> TaskResult:
@@ -434,3 +438,67 @@ def write_state(plan: WritePlan, tagged: pa.Table) -> TaskResult:
             state = store.load(shard_name(plan, shard), plan.is_visible)
             segments.append(_write_segment(plan, store, state, changes))
     return TaskResult((), tuple(segments), {})
+
+
+def place_and_index(plan: WritePlan, tagged: pa.Table, buckets: Mapping[str, tuple[tuple[str, int], ...]]) -> pa.Table:
+    """One shard task's tagged rows on their way to the file-group writers: new keys placed
+    (`assign`), the shards' state written (`write_state`), and out go the upserts and deletes plus a
+    row per segment written. The rows are already in this task, in shard order, so the state costs
+    no pass of its own; a retried task writes the same segments under the same names."""
+    assigned = assign(tagged, buckets)
+    segments = write_state(plan, assigned).segments
+    rows = assigned.filter(pc.is_in(assigned.column(KIND), pa.array([UPSERT, DELETE])))
+    if not segments:
+        return rows
+    named = _conform(pa.table({FILE_ID: pa.array(segments, pa.string())}), tagged.schema, SEGMENT, 0)
+    return pa.concat_tables([rows, named])
+
+
+def group_rows(plan: WritePlan, tagged: pa.Table) -> list[tuple[str, str, int, int]]:
+    """Per file group this shard task's known rows go to: (partition, file id, rows, keys the shards'
+    state places in that group), for weighing the write tasks' work (`balanced`)."""
+    known = tagged.filter(pc.and_(pc.is_in(tagged.column(KIND), pa.array([UPSERT, DELETE])),
+                                  pc.is_valid(tagged.column(FILE_ID))))
+    counted = known.group_by([pcb.PARTITION, FILE_ID]).aggregate([([], "count_all")])
+    rows = {(r[pcb.PARTITION], r[FILE_ID]): r["count_all"] for r in counted.to_pylist()}
+    held: dict[tuple[str, str], int] = {}
+    if rows:
+        store = plan.key_state()
+        file_ids = pa.array(sorted({f for _, f in rows}), pa.string())
+        for shard in pc.unique(tagged.column(SHARD)).to_pylist():
+            state = store.load(shard_name(plan, shard), plan.is_visible).table
+            live = state.filter(pc.and_(pc.invert(state.column(ks.DELETED)),
+                                        pc.is_in(state.column(ks.FILE_ID).cast(pa.string()), file_ids)))
+            places = pa.table({c: live.column(c).cast(pa.string()) for c in (ks.PARTITION, ks.FILE_ID)})
+            for r in places.group_by([ks.PARTITION, ks.FILE_ID]).aggregate([([], "count_all")]).to_pylist():
+                place = (r[ks.PARTITION], r[ks.FILE_ID])
+                held[place] = held.get(place, 0) + r["count_all"]
+    return [(p, f, n, held.get((p, f), 0)) for (p, f), n in rows.items()]
+
+
+def balanced(plan: WritePlan, groups: Iterable[Sequence], buckets: Mapping[str, tuple[tuple[str, int], ...]],
+             tasks_count: int) -> dict[tuple[str, str], int]:
+    """The write task of each file group, the heaviest first onto the least loaded task.
+
+    Hudi gives every file group a Spark partition of its own (`UpsertPartitioner.getPartition`), so
+    Spark's scheduler evens the work out; here a fixed number of tasks writes them, and a hash of the
+    group can put most of the work in one task. A group's work is its rows, plus the base file's
+    keys where it is rewritten (a small file that takes new keys, `_merges`).
+    """
+    rows: dict[tuple[str, str], int] = {}
+    held: dict[tuple[str, str], int] = {}
+    for partition, file_id, n, keys in groups:
+        rows[(partition, file_id)] = rows.get((partition, file_id), 0) + n
+        held[(partition, file_id)] = held.get((partition, file_id), 0) + keys
+    for partition, placed in buckets.items():
+        small = {f for f, _ in plan.small_files.get(partition, ())}
+        for file_id, n in placed:
+            rows[(partition, file_id)] = rows.get((partition, file_id), 0) + n + (held.get((partition, file_id), 0)
+                                                                                  if file_id in small else 0)
+    load = [0] * tasks_count
+    out = {}
+    for place, weight in sorted(rows.items(), key=lambda kv: (-kv[1], kv[0])):
+        task = min(range(tasks_count), key=lambda t: (load[t], t))
+        out[place] = task
+        load[task] += weight
+    return out
