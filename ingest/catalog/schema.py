@@ -26,37 +26,17 @@ def _branch(schema: Any) -> tuple[Any, bool]:
     return schema, False
 
 
-def hive_type(schema: Any, support_timestamp: bool = False) -> str:
-    schema, _ = _branch(schema)
-    if isinstance(schema, str):
-        return {"string": "string", "bytes": "binary", "int": "int", "long": "bigint", "float": "float",
-                "double": "double", "boolean": "boolean", "null": "string"}[schema]
-    kind, logical = schema["type"], schema.get("logicalType")
-    if logical == "decimal":
-        return f"decimal({schema['precision']},{schema.get('scale', 0)})"
-    if logical == "date":
-        return "date"
-    if logical in ("timestamp-micros", "timestamp-millis"):
-        return "timestamp" if support_timestamp else "bigint"
-    if kind == "record":
-        inner = ",".join(f"{f['name']}:{hive_type(f['type'], support_timestamp)}" for f in schema["fields"])
-        return f"struct<{inner}>".replace("-", "_")
-    if kind == "array":
-        return f"array<{hive_type(schema['items'], support_timestamp)}>"
-    if kind == "map":
-        return f"map<string,{hive_type(schema['values'], support_timestamp)}>"
-    if kind == "enum":
-        return "string"
-    if kind == "fixed":
-        return "binary"
-    return hive_type(kind, support_timestamp)
+_PRIMITIVES = {"string": "string", "bytes": "binary", "int": "int", "long": "long", "float": "float",
+               "double": "double", "boolean": "boolean", "null": "string", "enum": "string", "fixed": "binary"}
+_HIVE_NAMES = {"long": "bigint"}
+_SPARK_NAMES = {"int": "integer"}
 
 
-def _spark_type(schema: Any) -> Any:
-    schema, _ = _branch(schema)
+def _leaf(schema: Any) -> str | None:
+    """A leaf type in one vocabulary (Spark's names but `int`), or None for records, arrays and maps.
+    Timestamps are `timestamp`: the Hive side turns them into `bigint` unless told otherwise."""
     if isinstance(schema, str):
-        return {"string": "string", "bytes": "binary", "int": "integer", "long": "long", "float": "float",
-                "double": "double", "boolean": "boolean", "null": "string"}[schema]
+        return _PRIMITIVES[schema]
     kind, logical = schema["type"], schema.get("logicalType")
     if logical == "decimal":
         return f"decimal({schema['precision']},{schema.get('scale', 0)})"
@@ -64,20 +44,41 @@ def _spark_type(schema: Any) -> Any:
         return "date"
     if logical in ("timestamp-micros", "timestamp-millis"):
         return "timestamp"
+    if kind in ("record", "array", "map"):
+        return None
+    return _leaf(kind)
+
+
+def hive_type(schema: Any, support_timestamp: bool = False) -> str:
+    schema, _ = _branch(schema)
+    leaf = _leaf(schema)
+    if leaf == "timestamp":
+        return "timestamp" if support_timestamp else "bigint"
+    if leaf is not None:
+        return _HIVE_NAMES.get(leaf, leaf)
+    kind = schema["type"]
+    if kind == "record":
+        inner = ",".join(f"{f['name']}:{hive_type(f['type'], support_timestamp)}" for f in schema["fields"])
+        return f"struct<{inner}>".replace("-", "_")
+    if kind == "array":
+        return f"array<{hive_type(schema['items'], support_timestamp)}>"
+    return f"map<string,{hive_type(schema['values'], support_timestamp)}>"
+
+
+def _spark_type(schema: Any) -> Any:
+    schema, _ = _branch(schema)
+    leaf = _leaf(schema)
+    if leaf is not None:
+        return _SPARK_NAMES.get(leaf, leaf)
+    kind = schema["type"]
     if kind == "record":
         return {"type": "struct", "fields": [_spark_field(f) for f in schema["fields"]]}
     if kind == "array":
         _, nullable = _branch(schema["items"])
         return {"type": "array", "elementType": _spark_type(schema["items"]), "containsNull": nullable}
-    if kind == "map":
-        _, nullable = _branch(schema["values"])
-        return {"type": "map", "keyType": "string", "valueType": _spark_type(schema["values"]),
-                "valueContainsNull": nullable}
-    if kind == "enum":
-        return "string"
-    if kind == "fixed":
-        return "binary"
-    return _spark_type(kind)
+    _, nullable = _branch(schema["values"])
+    return {"type": "map", "keyType": "string", "valueType": _spark_type(schema["values"]),
+            "valueContainsNull": nullable}
 
 
 def _spark_field(f: dict) -> dict:
