@@ -75,6 +75,11 @@ def hoodie_files(table: Path) -> set[str]:
     return {p.name for p in (table / ".hoodie").iterdir()}
 
 
+def has_old_slices(table) -> bool:
+    """Whether a file group has a slice older than its latest: something for a clean to delete."""
+    return any(len(group.slices) > 1 for group in HudiTable.open(str(table)).view().file_groups())
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [SEED])
 def test_kill_9_anywhere_then_restart_leaves_the_model_and_nothing_behind(broker, tmp_path, seed):  # noqa: F811
@@ -86,7 +91,11 @@ def test_kill_9_anywhere_then_restart_leaves_the_model_and_nothing_behind(broker
     topic = topic_name("kill")
     broker.create_topic(topic, KAFKA_PARTITIONS)
     messages, ops, _ = scenario(seed=seed, keys=12, steps=50)
-    broker.produce(topic, messages)
+    # Produced in three parts, so that every restart below finds messages to commit however fast the
+    # earlier runs were (the scenario's outcome does not depend on where batches begin).
+    thirds = [messages[: len(messages) // 3], messages[len(messages) // 3: 2 * len(messages) // 3],
+              messages[2 * len(messages) // 3:]]
+    broker.produce(topic, thirds[0])
     config_path = write_config(tmp_path, broker.bootstrap_servers, topic, max_offsets=6, index="SIMPLE")
     config = yaml.safe_load(config_path.read_text())
     config["write"] = {"lock_expiry_seconds": LEASE_SECONDS}
@@ -118,12 +127,20 @@ def test_kill_9_anywhere_then_restart_leaves_the_model_and_nothing_behind(broker
     # `mid_clean` (exits at once, like kill -9). A finished compaction first gives it slices to delete.
     code, out, err = run("compact", "--path", str(table))
     assert code == 0, (killed_at, out, err[-3000:])
+    broker.produce(topic, thirds[1])
+    while not has_old_slices(table):  # the key index rewrites small base files: one more commit makes a slice
+        more = start(*stream)
+        try:
+            wait_for_commits(table, len(delta_commits(table)) + 1, more)
+        finally:
+            kill(more)
     code, _, err = crash("mid_clean", "clean", "--path", str(table), "--set",
                          "hoodie.cleaner.policy=KEEP_LATEST_FILE_VERSIONS", "--set", "hoodie.cleaner.fileversions.retained=1")
     assert code == CRASH_EXIT_CODE, (killed_at, err[-3000:])
     killed_at.append(("clean mid-clean", code))
 
     # 4. The stream restarted (rolling back what the kills left), killed shortly after a commit.
+    broker.produce(topic, thirds[2])
     restarted = start(*stream)
     try:
         wait_for_commits(table, len(delta_commits(table)) + 1, restarted)
