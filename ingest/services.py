@@ -30,13 +30,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ingest.errors import ConcurrentWriterError, IngestError, TimelineError
-from ingest.hudi import archiver, avro_models, cleaner, compaction, metadata_table
-from ingest.hudi.heartbeat import HeartbeatSettings
-from ingest.hudi.instant import Action, Instant, State, check_instant_time
-from ingest.hudi.lock_provider import LockSettings
-from ingest.hudi.service_settings import ServiceSettings
-from ingest.hudi.table import HudiTable
-from ingest.hudi.timeline import read_instant
+from ingest.hudi.avro import avro_models
+from ingest.hudi.config.service_settings import ServiceSettings
+from ingest.hudi.services import archiver, cleaner, compaction
+from ingest.hudi.table import metadata_table
+from ingest.hudi.table.lock_provider import LockSettings
+from ingest.hudi.table.table import HudiTable
+from ingest.hudi.timeline.heartbeat import HeartbeatSettings
+from ingest.hudi.timeline.instant import Action, Instant, State, check_instant_time
+from ingest.hudi.timeline.timeline import read_instant
 from ingest.write import commit
 from ingest.write.lock import WriterLock
 
@@ -157,7 +159,7 @@ def _table(target: Target, storage_options: Mapping[str, Any] | None, services: 
 
 
 def _lease(table: HudiTable, expiry_seconds: float, hudi_lock: LockSettings | None = None) -> WriterLock:
-    """The writer lease, with Hudi's lock too when Hudi writers share the table (`ingest.hudi.lock_provider`)."""
+    """The writer lease, with Hudi's lock too when Hudi writers share the table (`ingest.hudi.table.lock_provider`)."""
     return WriterLock(table.storage, expiry_seconds, description="ingest table service", hudi_lock=hudi_lock)
 
 

@@ -186,9 +186,9 @@ def measure_encoder(spark, rows: int) -> dict:
     import fastavro
     import pyarrow as pa
 
-    from ingest.hudi import avro_encoder
-    from ingest.hudi import schema as avro
-    from ingest.hudi.data_block import encode_avro_payloads
+    from ingest.hudi.avro import avro_encoder
+    from ingest.hudi.avro import schema as avro
+    from ingest.hudi.log.data_block import encode_avro_payloads
     from ingest.write.file_group_writer import with_meta_columns
 
     table = events(spark, rows).toArrow()
@@ -275,8 +275,8 @@ def warm_up(spark, work: Path) -> None:
 
 
 def measure_sink(spark, args, work: Path) -> dict:
-    from ingest.hudi.snapshot import read_snapshot
-    from ingest.hudi.table import HudiTable
+    from ingest.hudi.table.snapshot import read_snapshot
+    from ingest.hudi.table.table import HudiTable
     from ingest.spark.sink import HudiSink
     from ingest.write.commit import BatchId
 
@@ -412,8 +412,8 @@ def measure_delta(spark, args, work: Path) -> dict:
 
 def measure_stream(spark, args, work: Path) -> dict:
     """A long stream of small batches with inline table services: does commit time stay flat?"""
-    from ingest.hudi.service_settings import ServiceSettings
-    from ingest.hudi.table import HudiTable
+    from ingest.hudi.config.service_settings import ServiceSettings
+    from ingest.hudi.table.table import HudiTable
     from ingest.services import run_inline_services
     from ingest.spark.sink import HudiSink
     from ingest.write.commit import BatchId

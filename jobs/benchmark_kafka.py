@@ -202,8 +202,8 @@ def sink_alone(spark, config, records, table_path: str) -> float:
 
 
 def table_rows(path: str) -> int:
-    from ingest.hudi.snapshot import read_snapshot
-    from ingest.hudi.table import HudiTable
+    from ingest.hudi.table.snapshot import read_snapshot
+    from ingest.hudi.table.table import HudiTable
 
     return read_snapshot(HudiTable.open(path)).num_rows
 

@@ -19,7 +19,7 @@ import sys
 from ingest import services
 from ingest.commands.args import add_path, add_set, hudi_sets, resolve_targets
 from ingest.errors import IngestError
-from ingest.hudi.service_settings import ServiceSettings
+from ingest.hudi.config.service_settings import ServiceSettings
 from ingest.spark.compaction import SparkCompactionRunner
 from ingest.spark.session import get_or_create
 

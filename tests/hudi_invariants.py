@@ -123,7 +123,7 @@ def _strict_parse(text: str, where: str) -> None:
 
 
 def check_schemas(table: Path) -> int:
-    from ingest.hudi.log_reader import read_log_bytes
+    from ingest.hudi.log.log_reader import read_log_bytes
 
     checked = 0
     for f in _data_files(table):
@@ -141,7 +141,7 @@ def check_schemas(table: Path) -> int:
                 if key.endswith(b"avro.schema"):
                     _strict_parse(value.decode(), f"{f} footer {key.decode()}")
                     checked += 1
-    from ingest.hudi.commit_metadata import decode_metadata
+    from ingest.hudi.timeline.commit_metadata import decode_metadata
 
     for f in _timeline_files(table, ".deltacommit", ".commit"):
         if f.stat().st_size:
@@ -176,8 +176,8 @@ def check_keys_in_base_files(table: str | Path, global_index: bool = False) -> i
     twice. A global index on a Merge-On-Read table expects stale copies (a moved key stays in its old
     base file until compaction, deleted in a log) and resolves them by merged reads
     (`HoodieIndexUtils.tagGlobalLocationBackToRecords` with `mayContainDuplicateLookup`)."""
-    from ingest.hudi.snapshot import context, read_slice
-    from ingest.hudi.table import HudiTable
+    from ingest.hudi.table.snapshot import context, read_slice
+    from ingest.hudi.table.table import HudiTable
 
     table = Path(table)
     hudi_table = HudiTable.open(str(table))

@@ -11,8 +11,8 @@ from pathlib import Path
 import pyarrow as pa
 from model import Op, TableModel
 
-from ingest.hudi.snapshot import read_snapshot
-from ingest.hudi.table import HudiTable
+from ingest.hudi.table.snapshot import read_snapshot
+from ingest.hudi.table.table import HudiTable
 from ingest.write.batch import LocalWriter
 from ingest.write.options import IndexOptions, IndexType, WriteOptions
 

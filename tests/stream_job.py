@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--heartbeat-ms", type=int, default=60_000, help="hoodie.client.heartbeat.interval_in_ms")
     args = parser.parse_args(argv)
 
-    from ingest.hudi.heartbeat import HeartbeatSettings
+    from ingest.hudi.timeline.heartbeat import HeartbeatSettings
     from ingest.spark.session import get_or_create
     from ingest.spark.sink import HudiSink
     from ingest.write.file_group_writer import InsertMode

@@ -15,13 +15,14 @@ from model import Op
 from service_tables import CITIES, ModelWriter, hudi_rs_rows, options_for, our_rows, random_batch, to_table
 
 from ingest import services
-from ingest.hudi import archiver, avro_models, cleaner, compaction
-from ingest.hudi.instant import Action, State
-from ingest.hudi.log_block import BlockType, HeaderKey
-from ingest.hudi.log_reader import iter_log_blocks
-from ingest.hudi.service_settings import ServiceSettings
-from ingest.hudi.timeline import read_instant
-from ingest.index import bootstrap
+from ingest.hudi.avro import avro_models
+from ingest.hudi.config.service_settings import ServiceSettings
+from ingest.hudi.log.log_block import BlockType, HeaderKey
+from ingest.hudi.log.log_reader import iter_log_blocks
+from ingest.hudi.services import archiver, cleaner, compaction
+from ingest.hudi.timeline.instant import Action, State
+from ingest.hudi.timeline.timeline import read_instant
+from ingest.write import index_bootstrap as bootstrap
 from ingest.write.batch import LocalEngine, incoming_avro_schema, open_table
 from ingest.write.commit import begin
 from ingest.write.plan import build_plan

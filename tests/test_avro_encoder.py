@@ -25,9 +25,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ingest.errors import BadRecordError, SchemaEvolutionError
-from ingest.hudi import avro_encoder
-from ingest.hudi.avro_encoder import EncodedRecords, avro_data_block_content, encode_batch
-from ingest.hudi.schema import META_FIELDS, arrow_to_avro, with_meta_fields
+from ingest.hudi.avro import avro_encoder
+from ingest.hudi.avro.avro_encoder import EncodedRecords, avro_data_block_content, encode_batch
+from ingest.hudi.avro.schema import META_FIELDS, arrow_to_avro, with_meta_fields
 
 # -- references -----------------------------------------------------------------------------------
 

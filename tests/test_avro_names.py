@@ -16,11 +16,11 @@ import yaml
 
 from ingest.config.loader import load_config
 from ingest.errors import ConfigError, SchemaEvolutionError
-from ingest.hudi import schema as avro
-from ingest.hudi.avro_names import invalid_names, sanitize_name, sanitized_schema
-from ingest.hudi.log_reader import read_log_file
-from ingest.hudi.snapshot import read_snapshot
-from ingest.hudi.table import HudiTable
+from ingest.hudi.avro import schema as avro
+from ingest.hudi.avro.avro_names import invalid_names, sanitize_name, sanitized_schema
+from ingest.hudi.log.log_reader import read_log_file
+from ingest.hudi.table.snapshot import read_snapshot
+from ingest.hudi.table.table import HudiTable
 from ingest.spark.sink import HudiSink
 from ingest.write.options import IndexOptions, IndexType, WriteOptions
 

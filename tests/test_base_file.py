@@ -15,9 +15,9 @@ import pytest
 from conftest import fixtures_dir
 
 from ingest.errors import BadRecordError, SchemaEvolutionError
-from ingest.hudi import bloom_filter as bloom
-from ingest.hudi import schema as S
-from ingest.hudi.base_file import (
+from ingest.hudi.avro import schema as S
+from ingest.hudi.parquet import bloom_filter as bloom
+from ingest.hudi.parquet.base_file import (
     AVRO_SCHEMA_KEY,
     BLOOM_FILTER_KEY,
     BLOOM_TYPE_CODE_KEY,

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ingest.errors import IngestError, UnsupportedTable
-from ingest.hudi import bloom_filter as bf
+from ingest.hudi.parquet import bloom_filter as bf
 
 # -- a straightforward transcription of Hadoop's MurmurHash / HashFunction / filters -----------
 

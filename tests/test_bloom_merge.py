@@ -6,10 +6,10 @@ import pyarrow as pa
 import pytest
 from test_table_semantics import options_for
 
-from ingest.hudi import bloom_filter as bloom
-from ingest.hudi.base_file import BLOOM_FILTER_KEY, read_base_file, read_footer
-from ingest.hudi.schema import RECORD_KEY
-from ingest.hudi.table import HudiTable
+from ingest.hudi.avro.schema import RECORD_KEY
+from ingest.hudi.parquet import bloom_filter as bloom
+from ingest.hudi.parquet.base_file import BLOOM_FILTER_KEY, read_base_file, read_footer
+from ingest.hudi.table.table import HudiTable
 from ingest.write.batch import LocalWriter
 
 OLD = [f"key-{i:04d}" for i in range(0, 300, 2)]

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ingest.errors import ConfigError
-from ingest.hudi import bucket_index
-from ingest.hudi.bucket_index import (
+from ingest.hudi.keygen import bucket_index
+from ingest.hudi.keygen.bucket_index import (
     bucket_id,
     bucket_id_from_file_id,
     bucket_id_str,

@@ -27,8 +27,8 @@ from ingest import cli
 from ingest.catalog.embedded_metastore import free_port
 from ingest.catalog.run import CatalogSyncError
 from ingest.catalog.settings import SyncSettings
-from ingest.hudi.instant import Action
-from ingest.hudi.table import HudiTable
+from ingest.hudi.table.table import HudiTable
+from ingest.hudi.timeline.instant import Action
 from ingest.pipeline import hoodie_metrics
 from ingest.pipeline.catalog_sync import CatalogSync
 from ingest.write.batch import LocalWriter
@@ -363,7 +363,7 @@ def test_glue_holds_what_aws_glue_catalog_sync_registers(aws, tmp_path):
     stays the latest instant, `last_commit_completion_time_sync` becomes the latest completion
     (HoodieActiveTimeline.getLatestCompletionTime), nothing else changes."""
     from ingest import services
-    from ingest.hudi.service_settings import ServiceSettings
+    from ingest.hudi.config.service_settings import ServiceSettings
 
     endpoint, glue, s3 = aws
     url = "s3a://lake/trips"

@@ -12,11 +12,17 @@ from hudi_avsc import hudi_schema
 from model import Op
 from service_tables import CITIES, ModelWriter, data_files, hudi_rs_rows, our_rows, random_batch, rows
 
-from ingest.hudi import avro_models, cleaner, compaction
-from ingest.hudi.instant import Action, State
-from ingest.hudi.service_settings import CleanerPolicy, CleanSettings, CompactionSettings, ServiceSettings
-from ingest.hudi.snapshot import read_snapshot
-from ingest.hudi.timeline import read_instant
+from ingest.hudi.avro import avro_models
+from ingest.hudi.config.service_settings import (
+    CleanerPolicy,
+    CleanSettings,
+    CompactionSettings,
+    ServiceSettings,
+)
+from ingest.hudi.services import cleaner, compaction
+from ingest.hudi.table.snapshot import read_snapshot
+from ingest.hudi.timeline.instant import Action, State
+from ingest.hudi.timeline.timeline import read_instant
 
 
 def compacted_table(path, rounds: int, writes_per_round: int = 2, seed: int = 1) -> ModelWriter:

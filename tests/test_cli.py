@@ -11,7 +11,7 @@ import pytest
 from service_tables import ModelWriter, random_batch
 
 from ingest.cli import main
-from ingest.hudi.instant import Action
+from ingest.hudi.timeline.instant import Action
 
 REPO_CONF = __import__("pathlib").Path(__file__).resolve().parent.parent / "conf"
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ingest.hudi.commit_metadata import CommitMetadata, WriteStat, decode_metadata, jackson_dumps
+from ingest.hudi.timeline.commit_metadata import CommitMetadata, WriteStat, decode_metadata, jackson_dumps
 from tests.conftest import fixture_table_names
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ingest.hudi.data_block import decode_avro_content
-from ingest.hudi.log_block import BlockType
-from ingest.hudi.log_reader import iter_log_blocks
+from ingest.hudi.log.data_block import decode_avro_content
+from ingest.hudi.log.log_block import BlockType
+from ingest.hudi.log.log_reader import iter_log_blocks
 from ingest.storage import Storage
 from ingest.write.batch import LocalWriter
 from ingest.write.file_group_writer import InsertMode

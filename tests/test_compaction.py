@@ -28,21 +28,23 @@ from service_tables import (
 )
 
 from ingest.errors import ConcurrentWriterError, ConfigError
-from ingest.hudi import archiver, avro_models, cleaner, compaction, markers
-from ingest.hudi import schema as avro
-from ingest.hudi.base_file import read_base_file
-from ingest.hudi.file_names import BaseFileName
-from ingest.hudi.instant import Action, State, format_instant
-from ingest.hudi.service_settings import (
+from ingest.hudi.avro import avro_models
+from ingest.hudi.avro import schema as avro
+from ingest.hudi.config.service_settings import (
     CleanerPolicy,
     CompactionSettings,
     CompactionStrategy,
     ServiceSettings,
     TriggerStrategy,
 )
-from ingest.hudi.snapshot import read_snapshot
-from ingest.hudi.table import HudiTable
-from ingest.hudi.timeline import Timeline, read_instant
+from ingest.hudi.parquet.base_file import read_base_file
+from ingest.hudi.services import archiver, cleaner, compaction
+from ingest.hudi.table import markers
+from ingest.hudi.table.file_names import BaseFileName
+from ingest.hudi.table.snapshot import read_snapshot
+from ingest.hudi.table.table import HudiTable
+from ingest.hudi.timeline.instant import Action, State, format_instant
+from ingest.hudi.timeline.timeline import Timeline, read_instant
 from ingest.write.batch import open_table
 from ingest.write.commit import abort, begin
 from ingest.write.plan import build_plan

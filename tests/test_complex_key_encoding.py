@@ -10,9 +10,9 @@ from test_config import base, write
 
 from ingest.config.loader import load_config
 from ingest.errors import ConfigError
-from ingest.hudi import properties
-from ingest.hudi.snapshot import read_snapshot
-from ingest.hudi.table import HudiTable
+from ingest.hudi.config import properties
+from ingest.hudi.table.snapshot import read_snapshot
+from ingest.hudi.table.table import HudiTable
 from ingest.write.batch import LocalWriter
 from ingest.write.options import IndexOptions, IndexType, WriteOptions
 
@@ -54,7 +54,7 @@ def test_a_new_table_records_the_field_prefixed_form():
     `!hoodie.write.complex.keygen.new.encoding` (default false), so `ComplexAvroKeyGenerator.getRecordKey`
     writes `field:value` unless the config asks for the bare value 0.14.1/0.15.0 wrote; no Hudi
     `HoodieTableConfig` key records it, so we record the write key itself for a later writer."""
-    from ingest.hudi.key_generator import KeyGeneratorSpec
+    from ingest.hudi.keygen.key_generator import KeyGeneratorSpec
 
     assert KeyGeneratorSpec.from_config(COMPLEX).table_properties()[ENCODING] == "false"
     assert KeyGeneratorSpec.from_config({**COMPLEX, ENCODING: "true"}).table_properties()[ENCODING] == "true"

@@ -15,7 +15,7 @@ from ingest.config import keys
 from ingest.config.loader import load_config
 from ingest.config.pipeline import OnError
 from ingest.errors import ConfigError
-from ingest.hudi.table import HudiTable
+from ingest.hudi.table.table import HudiTable
 from ingest.write.options import IndexOptions, IndexType, Operation, WriteOptions
 
 REPO = Path(__file__).resolve().parent.parent
@@ -628,7 +628,7 @@ def test_registry_is_consistent():
 
 
 def test_service_keys_agree_with_the_table_services():
-    settings = pytest.importorskip("ingest.hudi.service_settings")
+    settings = pytest.importorskip("ingest.hudi.config.service_settings")
     ours = {key.path[1] for key in keys.SERVICE_KEYS}
     theirs = {value for name, value in vars(settings.Key).items() if not name.startswith("_")}
     assert theirs <= ours

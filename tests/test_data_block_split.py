@@ -10,11 +10,11 @@ import pyarrow as pa
 from test_config import base, write
 
 from ingest.config.loader import load_config
-from ingest.hudi.data_block import decode_avro_content
-from ingest.hudi.log_block import BlockType
-from ingest.hudi.log_reader import iter_log_blocks
-from ingest.hudi.snapshot import read_snapshot
-from ingest.hudi.table import HudiTable
+from ingest.hudi.log.data_block import decode_avro_content
+from ingest.hudi.log.log_block import BlockType
+from ingest.hudi.log.log_reader import iter_log_blocks
+from ingest.hudi.table.snapshot import read_snapshot
+from ingest.hudi.table.table import HudiTable
 from ingest.storage import Storage
 from ingest.write.batch import LocalWriter
 from ingest.write.options import IndexOptions, IndexType, WriteOptions

@@ -18,9 +18,9 @@ from test_services_crash import assert_consistent, table_with_slices
 
 from ingest import liveness
 from ingest.errors import ConcurrentWriterError
-from ingest.hudi import compaction
-from ingest.hudi.instant import State
-from ingest.hudi.service_settings import ServiceSettings
+from ingest.hudi.config.service_settings import ServiceSettings
+from ingest.hudi.services import compaction
+from ingest.hudi.timeline.instant import State
 from ingest.liveness import ProcessIdentity
 from ingest.storage import Storage
 from ingest.write.lock import LOCK_FOLDER, LeaseRecord, WriterLock

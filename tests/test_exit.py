@@ -21,7 +21,7 @@ from ingest.write import quarantine
 
 READ_THEN_EXIT = """
 import sys
-from ingest.hudi.data_block import decode_parquet_content
+from ingest.hudi.log.data_block import decode_parquet_content
 from ingest.index import key_state as ks
 from ingest.storage import Storage
 from ingest.write import quarantine

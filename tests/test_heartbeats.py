@@ -12,10 +12,10 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from ingest.errors import ConcurrentWriterError
-from ingest.hudi import heartbeat
-from ingest.hudi.heartbeat import HeartbeatSettings
-from ingest.hudi.instant import Action, State
-from ingest.hudi.table import HudiTable
+from ingest.hudi.table.table import HudiTable
+from ingest.hudi.timeline import heartbeat
+from ingest.hudi.timeline.heartbeat import HeartbeatSettings
+from ingest.hudi.timeline.instant import Action, State
 from ingest.write.commit import abort, begin
 
 FIXTURE = "v6_trips_8i1u"

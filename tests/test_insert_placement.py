@@ -14,12 +14,12 @@ import pyarrow as pa
 import pytest
 from test_table_semantics import check_hudi_rs, options_for
 
-from ingest.hudi import schema as avro
-from ingest.hudi.base_file import read_base_file
-from ingest.hudi.commit_metadata import NULL_COMMIT
-from ingest.hudi.instant import Action
-from ingest.hudi.snapshot import context, read_snapshot
-from ingest.hudi.table import HudiTable
+from ingest.hudi.avro import schema as avro
+from ingest.hudi.parquet.base_file import read_base_file
+from ingest.hudi.table.snapshot import context, read_snapshot
+from ingest.hudi.table.table import HudiTable
+from ingest.hudi.timeline.commit_metadata import NULL_COMMIT
+from ingest.hudi.timeline.instant import Action
 from ingest.spark.sink import HudiSink
 from ingest.write.batch import LocalWriter
 from ingest.write.options import SmallFileOptions

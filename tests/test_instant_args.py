@@ -9,8 +9,8 @@ import pytest
 
 from ingest.cli import main
 from ingest.errors import InvalidInstant
-from ingest.hudi.instant import query_instant
-from ingest.hudi.table import HudiTable
+from ingest.hudi.table.table import HudiTable
+from ingest.hudi.timeline.instant import query_instant
 from ingest.write.batch import LocalWriter
 from ingest.write.options import IndexOptions, IndexType, WriteOptions
 

@@ -24,11 +24,11 @@ from kafka_fixtures import broker, consume_all, topic_name  # noqa: F401  (broke
 from model import Op, TableModel
 
 from ingest import cli
-from ingest.hudi.commit_metadata import CommitMetadata
-from ingest.hudi.instant import Action
-from ingest.hudi.snapshot import read_snapshot
-from ingest.hudi.table import HudiTable
-from ingest.hudi.timeline import read_instant
+from ingest.hudi.table.snapshot import read_snapshot
+from ingest.hudi.table.table import HudiTable
+from ingest.hudi.timeline.commit_metadata import CommitMetadata
+from ingest.hudi.timeline.instant import Action
+from ingest.hudi.timeline.timeline import read_instant
 from ingest.kafka.broker import Message
 from ingest.storage import Storage
 from ingest.write import quarantine

@@ -503,7 +503,7 @@ def test_nan_ordering_and_key_values_are_refused():
     """DefaultHoodieRecordPayload compares ordering values with Comparable.compareTo, and Java's
     Double.compareTo ranks NaN above every number: a NaN ordering value would always win in Hudi's
     merge while Python comparisons say it loses, so ordering (and record key) fields refuse it."""
-    from ingest.hudi.key_generator import KeyGeneratorSpec
+    from ingest.hudi.keygen.key_generator import KeyGeneratorSpec
     from ingest.write.records import prepare
 
     spec = KeyGeneratorSpec.from_config({"hoodie.datasource.write.recordkey.field": "uuid"})

@@ -14,8 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ingest.errors import ConfigError
-from ingest.hudi import key_generator
-from ingest.hudi.key_generator import (
+from ingest.hudi.config.properties import loads
+from ingest.hudi.keygen import key_generator
+from ingest.hudi.keygen.key_generator import (
     KeyGeneratorSpec,
     KeyGeneratorType,
     compute_keys,
@@ -26,8 +27,7 @@ from ingest.hudi.key_generator import (
     java_strings,
     java_timestamp_to_string,
 )
-from ingest.hudi.partition_path import escape_path_name, partition_path_problem
-from ingest.hudi.properties import loads
+from ingest.hudi.keygen.partition_path import escape_path_name, partition_path_problem
 
 RK, PP = "hoodie.datasource.write.recordkey.field", "hoodie.datasource.write.partitionpath.field"
 CLASS, TYPE = "hoodie.datasource.write.keygenerator.class", "hoodie.datasource.write.keygenerator.type"

@@ -13,8 +13,8 @@ import pyarrow as pa
 import pytest
 from test_table_semantics import check_hudi_rs, options_for
 
-from ingest.hudi.snapshot import read_snapshot
-from ingest.hudi.table import HudiTable
+from ingest.hudi.table.snapshot import read_snapshot
+from ingest.hudi.table.table import HudiTable
 from ingest.spark.sink import HudiSink
 from ingest.write import tasks
 from ingest.write.batch import LocalWriter

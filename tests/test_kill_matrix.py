@@ -34,7 +34,7 @@ from test_jobs import (
 )
 
 from ingest.faults import CRASH_EXIT_CODE
-from ingest.hudi.table import HudiTable
+from ingest.hudi.table.table import HudiTable
 
 SEED = 20261124
 LEASE_SECONDS = 10  # write.lock_expiry_seconds: temporaries older than this are a dead writer's

@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from ingest.hudi.log_block import (
+from ingest.hudi.log.log_block import (
     MAGIC,
     BlockType,
     CommandType,
@@ -16,7 +16,7 @@ from ingest.hudi.log_block import (
     encode_blocks,
     encode_metadata,
 )
-from ingest.hudi.log_reader import read_log_bytes
+from ingest.hudi.log.log_reader import read_log_bytes
 
 
 def test_enum_ordinals_match_hudi():

@@ -24,11 +24,11 @@ from dataclasses import dataclass
 import pytest
 
 from ingest.errors import UnsupportedTable
-from ingest.hudi.data_block import avro_data_block, encode_avro_records
-from ingest.hudi.delete_block import DeleteRecord, OrderingValue, OrderingWrapper, delete_block
-from ingest.hudi.log_block import BlockType, HeaderKey, LogBlock, encode_blocks
-from ingest.hudi.log_reader import DecodedBlock, decode_block, read_log_bytes
-from ingest.hudi.schema import with_meta_fields
+from ingest.hudi.avro.schema import with_meta_fields
+from ingest.hudi.log.data_block import avro_data_block, encode_avro_records
+from ingest.hudi.log.delete_block import DeleteRecord, OrderingValue, OrderingWrapper, delete_block
+from ingest.hudi.log.log_block import BlockType, HeaderKey, LogBlock, encode_blocks
+from ingest.hudi.log.log_reader import DecodedBlock, decode_block, read_log_bytes
 
 SCHEMA = with_meta_fields(
     {

@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ingest.errors import BadRecordError, LogFormatError, SchemaEvolutionError, UnsupportedTable
-from ingest.hudi.data_block import (
+from ingest.hudi.avro.schema import to_json
+from ingest.hudi.log.data_block import (
     avro_data_block,
     avro_record_count,
     data_block_header,
@@ -25,9 +26,8 @@ from ingest.hudi.data_block import (
     encode_avro_payloads,
     encode_avro_records,
 )
-from ingest.hudi.log_block import BlockType, HeaderKey, LogBlock, encode_blocks
-from ingest.hudi.log_reader import decode_block, read_log_bytes
-from ingest.hudi.schema import to_json
+from ingest.hudi.log.log_block import BlockType, HeaderKey, LogBlock, encode_blocks
+from ingest.hudi.log.log_reader import decode_block, read_log_bytes
 
 V1 = {
     "type": "record",

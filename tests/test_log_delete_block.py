@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 
 from ingest.errors import BadRecordError, LogFormatError, UnsupportedTable
-from ingest.hudi.delete_block import (
+from ingest.hudi.log.delete_block import (
     NO_ORDERING_VALUE,
     DeleteRecord,
     OrderingValue,
@@ -18,8 +18,8 @@ from ingest.hudi.delete_block import (
     encode_delete_content,
     ordering_value,
 )
-from ingest.hudi.log_block import BlockType, HeaderKey, LogBlock
-from ingest.hudi.log_reader import decode_block
+from ingest.hudi.log.log_block import BlockType, HeaderKey, LogBlock
+from ingest.hudi.log.log_reader import decode_block
 
 
 def avro_of(deletes) -> bytes:

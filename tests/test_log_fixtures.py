@@ -8,10 +8,10 @@ import pytest
 from conftest import fixture_log_files
 
 from ingest.errors import UnsupportedTable
-from ingest.hudi.data_block import avro_data_block, decode_data_block, encode_avro_records
-from ingest.hudi.delete_block import NO_ORDERING_VALUE, DeleteRecord, encode_delete_content
-from ingest.hudi.log_block import BlockType, encode_block, encode_blocks
-from ingest.hudi.log_reader import decode_block, read_log_file
+from ingest.hudi.log.data_block import avro_data_block, decode_data_block, encode_avro_records
+from ingest.hudi.log.delete_block import NO_ORDERING_VALUE, DeleteRecord, encode_delete_content
+from ingest.hudi.log.log_block import BlockType, encode_block, encode_blocks
+from ingest.hudi.log.log_reader import decode_block, read_log_file
 from ingest.storage import Storage
 
 # The rows the fixtures' SQL inserts (ts, uuid, rider, driver, fare, city).

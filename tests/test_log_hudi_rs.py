@@ -11,10 +11,10 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from ingest.hudi.data_block import avro_data_block, encode_avro_records
-from ingest.hudi.delete_block import DeleteRecord, OrderingValue, OrderingWrapper, delete_block
-from ingest.hudi.log_reader import read_log_file
-from ingest.hudi.log_writer import create_log_file
+from ingest.hudi.log.data_block import avro_data_block, encode_avro_records
+from ingest.hudi.log.delete_block import DeleteRecord, OrderingValue, OrderingWrapper, delete_block
+from ingest.hudi.log.log_reader import read_log_file
+from ingest.hudi.log.log_writer import create_log_file
 from ingest.storage import Storage
 
 hudi = pytest.importorskip("hudi")

@@ -12,11 +12,11 @@ import pyarrow as pa
 from conftest import fixture_log_files
 
 from ingest.cli import main
-from ingest.hudi.data_block import avro_data_block, encode_avro_payloads, encode_avro_records
-from ingest.hudi.delete_block import DeleteRecord, OrderingValue, OrderingWrapper, delete_block
-from ingest.hudi.log_block import encode_blocks
-from ingest.hudi.log_writer import rollback_block
-from ingest.hudi.schema import arrow_to_avro, with_meta_fields
+from ingest.hudi.avro.schema import arrow_to_avro, with_meta_fields
+from ingest.hudi.log.data_block import avro_data_block, encode_avro_payloads, encode_avro_records
+from ingest.hudi.log.delete_block import DeleteRecord, OrderingValue, OrderingWrapper, delete_block
+from ingest.hudi.log.log_block import encode_blocks
+from ingest.hudi.log.log_writer import rollback_block
 
 JSON_KEYS = {
     "type",

@@ -10,12 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.hudi.data_block import avro_data_block, encode_avro_records
-from ingest.hudi.delete_block import DeleteRecord, OrderingValue, OrderingWrapper, delete_block
-from ingest.hudi.log_block import BlockType, encode_blocks
-from ingest.hudi.log_reader import decode_block, iter_log_blocks, read_log_bytes, read_log_file
-from ingest.hudi.log_writer import append_log_blocks, create_log_file, rollback_block
-from ingest.hudi.schema import META_FIELDS, arrow_to_avro, with_meta_fields
+from ingest.hudi.avro.schema import META_FIELDS, arrow_to_avro, with_meta_fields
+from ingest.hudi.log.data_block import avro_data_block, encode_avro_records
+from ingest.hudi.log.delete_block import DeleteRecord, OrderingValue, OrderingWrapper, delete_block
+from ingest.hudi.log.log_block import BlockType, encode_blocks
+from ingest.hudi.log.log_reader import decode_block, iter_log_blocks, read_log_bytes, read_log_file
+from ingest.hudi.log.log_writer import append_log_blocks, create_log_file, rollback_block
 from ingest.storage import Storage
 
 ARROW = pa.schema(

@@ -16,10 +16,10 @@ import pytest
 from conftest import fixtures_dir
 
 from ingest import cli
-from ingest.hudi import properties_file
-from ingest.hudi.snapshot import read_snapshot
-from ingest.hudi.table import HudiTable
-from ingest.hudi.table_config import TableConfigKey
+from ingest.hudi.config import properties_file
+from ingest.hudi.config.table_config import TableConfigKey
+from ingest.hudi.table.snapshot import read_snapshot
+from ingest.hudi.table.table import HudiTable
 from ingest.write.batch import LocalWriter
 from ingest.write.file_group_writer import InsertMode
 from ingest.write.options import IndexOptions, IndexType, WriteOptions

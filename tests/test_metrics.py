@@ -24,10 +24,10 @@ from test_jobs import KAFKA_PARTITIONS, delta_commits, finish, scenario, start, 
 
 from ingest.config.loader import load_config
 from ingest.errors import ConfigError
-from ingest.hudi.commit_metadata import CommitMetadata, WriteStat
-from ingest.hudi.instant import parse_instant
-from ingest.hudi.table import HudiTable
-from ingest.hudi.timeline import read_instant
+from ingest.hudi.table.table import HudiTable
+from ingest.hudi.timeline.commit_metadata import CommitMetadata, WriteStat
+from ingest.hudi.timeline.instant import parse_instant
+from ingest.hudi.timeline.timeline import read_instant
 from ingest.pipeline.hoodie_metrics import commit_figures, commit_totals, prometheus_name, reporter
 
 SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$")

@@ -15,11 +15,11 @@ import pyarrow as pa
 import pytest
 
 from ingest.errors import ConcurrentWriterError, ConfigError
-from ingest.hudi.heartbeat import HeartbeatSettings
-from ingest.hudi.instant import Action, State
-from ingest.hudi.lock_provider import LockSettings
-from ingest.hudi.snapshot import read_snapshot
-from ingest.hudi.table import HudiTable
+from ingest.hudi.table.lock_provider import LockSettings
+from ingest.hudi.table.snapshot import read_snapshot
+from ingest.hudi.table.table import HudiTable
+from ingest.hudi.timeline.heartbeat import HeartbeatSettings
+from ingest.hudi.timeline.instant import Action, State
 from ingest.storage import Storage
 from ingest.write.batch import LocalWriter
 from ingest.write.commit import abort, begin
@@ -408,8 +408,8 @@ def test_a_stream_and_a_backfill_killed_at_random_points_each_commit_every_batch
     import yaml
     from model import Op, TableModel
 
-    from ingest.hudi.commit_metadata import CommitMetadata
-    from ingest.hudi.timeline import read_instant
+    from ingest.hudi.timeline.commit_metadata import CommitMetadata
+    from ingest.hudi.timeline.timeline import read_instant
     from ingest.pipeline import inputs
     from ingest.write.commit import SINK_CHECKPOINT_KEY
 

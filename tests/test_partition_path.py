@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ingest.errors import BadRecordError, ConfigError
-from ingest.hudi.partition_path import (
+from ingest.hudi.keygen.partition_path import (
     DEFAULT_PARTITION_PATH,
     JodaPattern,
     TimestampPartitionFormat,

@@ -16,9 +16,9 @@ from service_tables import options_for
 
 from ingest import cli
 from ingest.config.loader import load_config
-from ingest.hudi import archiver, compaction
-from ingest.hudi.service_settings import ServiceSettings
-from ingest.hudi.table import HudiTable
+from ingest.hudi.config.service_settings import ServiceSettings
+from ingest.hudi.services import archiver, compaction
+from ingest.hudi.table.table import HudiTable
 from ingest.pipeline import inputs, undecodable
 from ingest.pipeline.demo import BUILTIN_CONFIG, CONFIG_FILE, demo_overrides
 from ingest.pipeline.progress import BarAwareHandler, ProgressBar

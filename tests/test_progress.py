@@ -14,10 +14,10 @@ import time
 from service_tables import HUDI_SETTINGS, random_batch, to_table
 
 from ingest import phases
-from ingest.hudi.table import HudiTable
-from ingest.index import bootstrap
+from ingest.hudi.table.table import HudiTable
 from ingest.index import key_state as ks
 from ingest.pipeline.progress import PhaseReporter
+from ingest.write import index_bootstrap as bootstrap
 from ingest.write.batch import LocalWriter
 from ingest.write.options import IndexOptions, IndexType, WriteOptions
 

@@ -6,8 +6,8 @@ import re
 
 from conftest import unzip_fixture_table
 
-from ingest.hudi import properties
-from ingest.hudi.table_config import TableConfig
+from ingest.hudi.config import properties
+from ingest.hudi.config.table_config import TableConfig
 
 _HUDI_HEADER = re.compile(r"#Properties saved on \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
 

@@ -15,9 +15,9 @@ from conftest import FIXTURES, fixture_table_names
 from ingest.cli import main
 from ingest.commands.render import json_line, plain_rows
 from ingest.errors import UnsupportedTable
-from ingest.hudi.instant import Action
-from ingest.hudi.snapshot import read_snapshot
-from ingest.hudi.table import HudiTable
+from ingest.hudi.table.snapshot import read_snapshot
+from ingest.hudi.table.table import HudiTable
+from ingest.hudi.timeline.instant import Action
 from ingest.write.batch import LocalWriter
 from ingest.write.options import IndexOptions, IndexType, WriteOptions
 

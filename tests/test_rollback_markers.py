@@ -23,16 +23,17 @@ from hudi_avsc import ROLLBACK_METADATA_0_15, ROLLBACK_PLAN_0_15, parse_hudi_tex
 
 from ingest.cli import main
 from ingest.faults import CRASH_EXIT_CODE
-from ingest.hudi import compaction, markers, rollback
-from ingest.hudi.data_block import avro_data_block, decode_data_block, encode_avro_records
-from ingest.hudi.instant import Action, State
-from ingest.hudi.log_block import BlockType, CommandType, HeaderKey
-from ingest.hudi.log_reader import iter_log_blocks
-from ingest.hudi.log_writer import append_log_blocks
-from ingest.hudi.service_settings import CompactionSettings
-from ingest.hudi.snapshot import read_snapshot
-from ingest.hudi.table import HudiTable
-from ingest.hudi.timeline import read_instant, start
+from ingest.hudi.config.service_settings import CompactionSettings
+from ingest.hudi.log.data_block import avro_data_block, decode_data_block, encode_avro_records
+from ingest.hudi.log.log_block import BlockType, CommandType, HeaderKey
+from ingest.hudi.log.log_reader import iter_log_blocks
+from ingest.hudi.log.log_writer import append_log_blocks
+from ingest.hudi.services import compaction, rollback
+from ingest.hudi.table import markers
+from ingest.hudi.table.snapshot import read_snapshot
+from ingest.hudi.table.table import HudiTable
+from ingest.hudi.timeline.instant import Action, State
+from ingest.hudi.timeline.timeline import read_instant, start
 from ingest.index import key_state as ks
 from ingest.storage import Storage
 
@@ -130,8 +131,8 @@ def run_writer(path: Path, n: int, crash_at: str | None = None) -> int:
 
 COMPACTOR = textwrap.dedent("""
     import sys
-    from ingest.hudi import compaction
-    from ingest.hudi.table import HudiTable
+    from ingest.hudi.services import compaction
+    from ingest.hudi.table.table import HudiTable
 
     compaction.execute(HudiTable.open(sys.argv[1]), sys.argv[2])
 """)

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.hudi.bucket_index import java_string_hashes
-from ingest.hudi.key_generator import KeyGeneratorSpec
+from ingest.hudi.keygen.bucket_index import java_string_hashes
+from ingest.hudi.keygen.key_generator import KeyGeneratorSpec
+from ingest.hudi.merge import precombine as pcb
 from ingest.spark import routing
-from ingest.write import precombine as pcb
 from ingest.write import tasks
 from ingest.write.options import IndexType
 

@@ -210,8 +210,8 @@ def write_config(folder: Path, bootstrap: str, topic: str, url: str | None) -> P
 
 
 def table_rows(table: Path) -> list[dict]:
-    from ingest.hudi.snapshot import read_snapshot
-    from ingest.hudi.table import HudiTable
+    from ingest.hudi.table.snapshot import read_snapshot
+    from ingest.hudi.table.table import HudiTable
 
     return sorted(read_snapshot(HudiTable.open(str(table))).to_pylist(), key=lambda r: r["id"])
 
@@ -225,8 +225,8 @@ def test_a_stream_follows_the_subject_quarantines_unknown_ids_and_waits_out_a_re
     answer, failing the round without writing (the Kafka offsets are read again on restart)."""
     import hudi
 
-    from ingest.hudi.instant import Action
-    from ingest.hudi.table import HudiTable
+    from ingest.hudi.table.table import HudiTable
+    from ingest.hudi.timeline.instant import Action
     from ingest.pipeline.stream import stream
     from ingest.storage import Storage
     from ingest.write import quarantine

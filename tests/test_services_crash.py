@@ -26,10 +26,11 @@ from service_tables import (
 from ingest import services
 from ingest.cli import main
 from ingest.faults import CRASH_EXIT_CODE
-from ingest.hudi import archiver, cleaner, compaction, markers
-from ingest.hudi.instant import Action, State
-from ingest.hudi.service_settings import ServiceSettings
-from ingest.index import bootstrap
+from ingest.hudi.config.service_settings import ServiceSettings
+from ingest.hudi.services import archiver, cleaner, compaction
+from ingest.hudi.table import markers
+from ingest.hudi.timeline.instant import Action, State
+from ingest.write import index_bootstrap as bootstrap
 from ingest.write.batch import LocalEngine, incoming_avro_schema, open_table
 from ingest.write.commit import begin
 from ingest.write.lock import WriterLock
@@ -40,9 +41,9 @@ SETTINGS = {"hoodie.cleaner.commits.retained": "2", "hoodie.keep.min.commits": "
 
 SERVICE = textwrap.dedent("""
     import json, sys
-    from ingest.hudi import archiver, cleaner, compaction
-    from ingest.hudi.service_settings import ServiceSettings
-    from ingest.hudi.table import HudiTable
+    from ingest.hudi.services import archiver, cleaner, compaction
+    from ingest.hudi.config.service_settings import ServiceSettings
+    from ingest.hudi.table.table import HudiTable
 
     path, what, settings = sys.argv[1], sys.argv[2], ServiceSettings.from_mapping(json.loads(sys.argv[3]))
     table = HudiTable.open(path)

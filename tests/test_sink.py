@@ -28,9 +28,9 @@ from test_table_semantics import (
 
 from ingest.errors import ConfigError
 from ingest.faults import CRASH_EXIT_CODE
-from ingest.hudi.instant import Action
-from ingest.hudi.snapshot import read_snapshot
-from ingest.hudi.table import HudiTable
+from ingest.hudi.table.snapshot import read_snapshot
+from ingest.hudi.table.table import HudiTable
+from ingest.hudi.timeline.instant import Action
 from ingest.spark.sink import (
     ARROW_MAX_BYTES,
     ARROW_MAX_RECORDS,

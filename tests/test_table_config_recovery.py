@@ -10,9 +10,9 @@ import shutil
 
 import pytest
 
-from ingest.hudi import properties, properties_file
-from ingest.hudi.table import HudiTable
-from ingest.hudi.table_config import TableConfig, TableConfigKey
+from ingest.hudi.config import properties, properties_file
+from ingest.hudi.config.table_config import TableConfig, TableConfigKey
+from ingest.hudi.table.table import HudiTable
 
 FIXTURE = "v6_trips_8i1u"
 PRECOMBINE = TableConfigKey.PRECOMBINE_FIELD.key

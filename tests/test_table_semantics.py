@@ -15,11 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from model import Op, TableModel
 
-from ingest.hudi import schema as avro
-from ingest.hudi.instant import Action
-from ingest.hudi.snapshot import context, read_slice, read_snapshot
-from ingest.hudi.table import HudiTable
-from ingest.index import bootstrap
+from ingest.hudi.avro import schema as avro
+from ingest.hudi.table.snapshot import context, read_slice, read_snapshot
+from ingest.hudi.table.table import HudiTable
+from ingest.hudi.timeline.instant import Action
+from ingest.write import index_bootstrap as bootstrap
 from ingest.write.batch import LocalEngine, LocalWriter, incoming_avro_schema, open_table
 from ingest.write.commit import begin
 from ingest.write.file_group_writer import InsertMode

@@ -19,15 +19,15 @@ import pytest
 from conftest import FIXTURES
 
 from ingest.errors import UnsupportedTable
-from ingest.hudi.commit_metadata import CommitMetadata, decode_metadata
-from ingest.hudi.file_names import BaseFileName, LogFileName
-from ingest.hudi.file_system_view import FileSystemView
-from ingest.hudi.instant import Action, Instant, State
-from ingest.hudi.snapshot import read_snapshot
-from ingest.hudi.table import HudiTable
-from ingest.hudi.table_config import RecordMergeMode, TableConfig
-from ingest.hudi.timeline import Timeline, read_instant
-from ingest.hudi.timeline_layout import LAYOUT_1, TimelineLayout
+from ingest.hudi.config.table_config import RecordMergeMode, TableConfig
+from ingest.hudi.table.file_names import BaseFileName, LogFileName
+from ingest.hudi.table.file_system_view import FileSystemView
+from ingest.hudi.table.snapshot import read_snapshot
+from ingest.hudi.table.table import HudiTable
+from ingest.hudi.timeline.commit_metadata import CommitMetadata, decode_metadata
+from ingest.hudi.timeline.instant import Action, Instant, State
+from ingest.hudi.timeline.timeline import Timeline, read_instant
+from ingest.hudi.timeline.timeline_layout import LAYOUT_1, TimelineLayout
 from ingest.storage import FileInfo
 
 hudi = pytest.importorskip("hudi")

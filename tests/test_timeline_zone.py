@@ -8,11 +8,11 @@ from datetime import datetime, timedelta, timezone
 import pyarrow as pa
 import pytest
 
-from ingest.hudi.compaction import CompactionPlan
-from ingest.hudi.instant import LOCAL, UTC, Action, format_instant, parse_instant
-from ingest.hudi.table import HudiTable
-from ingest.hudi.table_config import PROPERTIES_PATH
-from ingest.hudi.timeline import request
+from ingest.hudi.config.table_config import PROPERTIES_PATH
+from ingest.hudi.services.compaction import CompactionPlan
+from ingest.hudi.table.table import HudiTable
+from ingest.hudi.timeline.instant import LOCAL, UTC, Action, format_instant, parse_instant
+from ingest.hudi.timeline.timeline import request
 from ingest.write.batch import LocalWriter
 from ingest.write.options import IndexOptions, IndexType, WriteOptions
 

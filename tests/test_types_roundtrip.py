@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.hudi.snapshot import context, read_slice, read_snapshot
-from ingest.hudi.table import HudiTable
+from ingest.hudi.table.snapshot import context, read_slice, read_snapshot
+from ingest.hudi.table.table import HudiTable
 from ingest.write.batch import LocalWriter
 from ingest.write.file_group_writer import InsertMode
 from ingest.write.options import IndexOptions, IndexType, WriteOptions

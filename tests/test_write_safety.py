@@ -12,9 +12,9 @@ import pyarrow as pa
 import pytest
 
 from ingest.errors import BadRecordError, ConcurrentWriterError, SchemaEvolutionError
-from ingest.hudi.instant import Action
-from ingest.hudi.snapshot import read_snapshot
-from ingest.hudi.table import HudiTable
+from ingest.hudi.table.snapshot import read_snapshot
+from ingest.hudi.table.table import HudiTable
+from ingest.hudi.timeline.instant import Action
 from ingest.storage import Storage
 from ingest.write import quarantine
 from ingest.write.batch import LocalEngine, LocalWriter

@@ -1,7 +1,7 @@
 """Writing and continuing tables at versions 8 and 9 (Hudi 1.x), read back by hudi-rs and by us.
 
 What each test checks is named in its docstring with the Hudi (Java) class and method whose rule it
-keeps; `ingest/hudi/table_version.py` is the seam the writer asks.
+keeps; `ingest/hudi/config/table_version.py` is the seam the writer asks.
 """
 
 from __future__ import annotations
@@ -28,14 +28,15 @@ from test_read_any_table import unzip
 
 from ingest.errors import UnsupportedTable
 from ingest.faults import CRASH_EXIT_CODE
-from ingest.hudi import avro_models, metadata_table
-from ingest.hudi.file_names import LogFileName
-from ingest.hudi.instant import Action
-from ingest.hudi.log_block import HeaderKey
-from ingest.hudi.log_reader import iter_log_blocks
-from ingest.hudi.snapshot import read_snapshot
-from ingest.hudi.table import HudiTable
-from ingest.hudi.table_version import TableVersion
+from ingest.hudi.avro import avro_models
+from ingest.hudi.config.table_version import TableVersion
+from ingest.hudi.log.log_block import HeaderKey
+from ingest.hudi.log.log_reader import iter_log_blocks
+from ingest.hudi.table import metadata_table
+from ingest.hudi.table.file_names import LogFileName
+from ingest.hudi.table.snapshot import read_snapshot
+from ingest.hudi.table.table import HudiTable
+from ingest.hudi.timeline.instant import Action
 from ingest.services import ServiceSettings, run_inline_services
 from ingest.storage import Storage
 from ingest.write.batch import LocalWriter

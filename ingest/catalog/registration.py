@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from ingest.catalog import schema as cschema
 from ingest.catalog.settings import SyncSettings
-from ingest.hudi.schema import AvroSchema
+from ingest.hudi.avro.schema import AvroSchema
 
 INPUT_FORMAT = "org.apache.hudi.hadoop.HoodieParquetInputFormat"
 REALTIME_INPUT_FORMAT = "org.apache.hudi.hadoop.realtime.HoodieParquetRealtimeInputFormat"

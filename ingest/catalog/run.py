@@ -8,8 +8,8 @@ from typing import Any
 from ingest.catalog.settings import TOOLS, Catalog, Key, SyncSettings
 from ingest.catalog.sync import CatalogClient, SyncResult, sync_table
 from ingest.errors import IngestError
-from ingest.hudi.table import HudiTable
-from ingest.hudi.table_config import TableConfigKey
+from ingest.hudi.config.table_config import TableConfigKey
+from ingest.hudi.table.table import HudiTable
 
 TOOL_OF = {catalog: tool for tool, catalog in TOOLS.items()}
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ingest.hudi.schema import AvroSchema
+from ingest.hudi.avro.schema import AvroSchema
 
 
 def _branch(schema: Any) -> tuple[Any, bool]:

@@ -33,13 +33,13 @@ from ingest.catalog.registration import (
     table_definitions,
 )
 from ingest.catalog.settings import SyncSettings
-from ingest.hudi import avro_models
-from ingest.hudi import schema as avro
-from ingest.hudi.commit_metadata import decode_metadata
-from ingest.hudi.file_system_view import list_partitions
-from ingest.hudi.instant import WRITE_ACTIONS, Action, Instant, format_instant
-from ingest.hudi.table import HudiTable
-from ingest.hudi.timeline import Timeline, read_instant
+from ingest.hudi.avro import avro_models
+from ingest.hudi.avro import schema as avro
+from ingest.hudi.table.file_system_view import list_partitions
+from ingest.hudi.table.table import HudiTable
+from ingest.hudi.timeline.commit_metadata import decode_metadata
+from ingest.hudi.timeline.instant import WRITE_ACTIONS, Action, Instant, format_instant
+from ingest.hudi.timeline.timeline import Timeline, read_instant
 
 log = logging.getLogger(__name__)
 

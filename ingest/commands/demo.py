@@ -51,9 +51,9 @@ def _quarantine_view(bad: pa.Table) -> pa.Table:
 
 
 def show(out: TextIO, result) -> None:
-    from ingest.hudi.instant import Action
-    from ingest.hudi.snapshot import read_snapshot
-    from ingest.hudi.table import HudiTable
+    from ingest.hudi.table.snapshot import read_snapshot
+    from ingest.hudi.table.table import HudiTable
+    from ingest.hudi.timeline.instant import Action
     from ingest.pipeline.demo import events
     from ingest.storage import Storage
     from ingest.write import quarantine

@@ -16,10 +16,10 @@ from typing import Any, TextIO
 from ingest.commands.args import add_path
 from ingest.commands.render import json_safe
 from ingest.errors import SchemaEvolutionError, UnsupportedTable
-from ingest.hudi.delete_block import DeleteRecord
-from ingest.hudi.log_block import FRAME_PREFIX, MAGIC, BlockType, HeaderKey, LogBlock
-from ingest.hudi.log_reader import DecodedBlock, decode_block, iter_log_blocks
-from ingest.hudi.schema import META_FIELDS
+from ingest.hudi.avro.schema import META_FIELDS
+from ingest.hudi.log.delete_block import DeleteRecord
+from ingest.hudi.log.log_block import FRAME_PREFIX, MAGIC, BlockType, HeaderKey, LogBlock
+from ingest.hudi.log.log_reader import DecodedBlock, decode_block, iter_log_blocks
 from ingest.storage import Storage
 
 _SCHEMA_PREVIEW = 100
@@ -250,8 +250,8 @@ def register_table(subparsers: argparse._SubParsersAction) -> None:
 
 def table_report(path: str) -> dict[str, Any]:
     """Everything `inspect table` shows, as plain data."""
-    from ingest.hudi import snapshot
-    from ingest.hudi.table import HudiTable
+    from ingest.hudi.table import snapshot
+    from ingest.hudi.table.table import HudiTable
     from ingest.services import pending_services
 
     table = HudiTable.open(path)
@@ -283,7 +283,7 @@ def table_report(path: str) -> dict[str, Any]:
 
 
 def run_table(args: argparse.Namespace) -> int:
-    from ingest.hudi.snapshot import CorruptBlock
+    from ingest.hudi.table.snapshot import CorruptBlock
 
     report = table_report(args.path)
     for block in report["corrupt_blocks"]:

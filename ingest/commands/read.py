@@ -10,9 +10,9 @@ from contextlib import contextmanager
 
 from ingest.commands.args import add_path
 from ingest.commands.render import json_line, plain_rows, table_text
-from ingest.hudi.snapshot import log as snapshot_log
-from ingest.hudi.snapshot import read_incremental, read_snapshot
-from ingest.hudi.table import HudiTable
+from ingest.hudi.table.snapshot import log as snapshot_log
+from ingest.hudi.table.snapshot import read_incremental, read_snapshot
+from ingest.hudi.table.table import HudiTable
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

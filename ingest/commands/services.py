@@ -16,8 +16,8 @@ import sys
 from ingest import services
 from ingest.commands.args import add_path, add_set, hudi_sets
 from ingest.errors import ConfigError
-from ingest.hudi.lock_provider import LockSettings
-from ingest.hudi.service_settings import ServiceSettings
+from ingest.hudi.config.service_settings import ServiceSettings
+from ingest.hudi.table.lock_provider import LockSettings
 
 
 def _settings(args: argparse.Namespace) -> ServiceSettings:

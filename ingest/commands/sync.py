@@ -57,7 +57,7 @@ def _settings(args: argparse.Namespace):
     from ingest.catalog.run import settings_of_table
     from ingest.catalog.settings import Key, SyncSettings
     from ingest.config.loader import load_config
-    from ingest.hudi.table import HudiTable
+    from ingest.hudi.table.table import HudiTable
 
     if args.config:
         config = load_config(args.config, pipeline_sets(args.overrides), check_table=False)

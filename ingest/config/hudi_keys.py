@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ingest.hudi.table_version import WRITABLE_VERSIONS, TableVersion
+from ingest.hudi.config.table_version import WRITABLE_VERSIONS, TableVersion
 
-# Table versions ingest writes (`ingest.hudi.table_version` decides), as configuration values.
+# Table versions ingest writes (`ingest.hudi.config.table_version` decides), as configuration values.
 WRITABLE_TABLE_VERSIONS: tuple[str, ...] = tuple(str(v) for v in WRITABLE_VERSIONS)
 
 

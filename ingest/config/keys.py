@@ -340,7 +340,7 @@ KEYS: tuple[Key, ...] = (
         "(0 picks a free one, logged at start).", default=9090, minimum=0, maximum=65535),
     Key("hudi.hoodie.metrics.reporter.metricsname.prefix", Type.STRING, "Prefix of every metric name; dots "
         "become underscores.", default_doc="the table name, as Hudi infers it"),
-    # -- hudi: table services (read by ingest.hudi.service_settings, with Hudi 0.14/0.15's defaults) --
+    # -- hudi: table services (read by ingest.hudi.config.service_settings, with Hudi 0.14/0.15's defaults) --
     Key("hudi.hoodie.compact.inline", Type.BOOLEAN, "Schedule and run compaction in the writing job after "
         "commits. Merge-On-Read tables need compaction: turn this on, or compact with a separate job.",
         default=False, service=True),
@@ -941,7 +941,7 @@ settings with another index type, and `write.key_index_shards` with BUCKET, are 
 ### Table services
 
 `PipelineConfig.services` hands the table-service keys (marked *table service* below) to
-compaction, cleaning and archival (`ingest.hudi.service_settings`) with every default filled in.
+compaction, cleaning and archival (`ingest.hudi.config.service_settings`) with every default filled in.
 The defaults are Hudi 0.14/0.15's; in particular compaction is off (`hoodie.compact.inline`), which
 a Merge-On-Read table can afford only if another job compacts it. As Hudi requires,
 `hoodie.keep.max.commits` must exceed `hoodie.keep.min.commits`, which with KEEP_LATEST_COMMITS

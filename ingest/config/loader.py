@@ -50,13 +50,13 @@ from ingest.config.pipeline import (
     Trigger,
 )
 from ingest.errors import ConfigError, SchemaEvolutionError, TimelineError, UnsupportedTable
-from ingest.hudi import properties_file
-from ingest.hudi.avro_names import check_names, sanitized_schema
-from ingest.hudi.bucket_index import hash_fields_from_config
-from ingest.hudi.heartbeat import HeartbeatSettings
-from ingest.hudi.lock_provider import LockSettings
-from ingest.hudi.table import HudiTable
-from ingest.hudi.table_config import PROPERTIES_PATH, TableConfig
+from ingest.hudi.avro.avro_names import check_names, sanitized_schema
+from ingest.hudi.config import properties_file
+from ingest.hudi.config.table_config import PROPERTIES_PATH, TableConfig
+from ingest.hudi.keygen.bucket_index import hash_fields_from_config
+from ingest.hudi.table.lock_provider import LockSettings
+from ingest.hudi.table.table import HudiTable
+from ingest.hudi.timeline.heartbeat import HeartbeatSettings
 from ingest.kafka.client_config import consumer_config
 from ingest.kafka.decode import DecoderSpec, decoder_spec
 from ingest.kafka.registry import RegistrySettings, SubjectVersion, subject_urls

@@ -4,7 +4,7 @@ The writer needs two answers per incoming key, in the executor that handles it: 
 holds the key (routing for the `key` index), and which version of the key the table currently shows
 (its ordering value, or that it was deleted). The second answer lets the writer keep every key's
 history monotonic in its ordering value, so that every Hudi reader — whatever its merge rules for
-deletes — resolves the same rows (see `ingest.write.precombine`).
+deletes — resolves the same rows (see `ingest.hudi.merge.precombine`).
 
 Layout: `.hoodie/.aux/ingest/key_index/<shard>/<instant>.{delta,base}.parquet`. A task loads only its
 shard. A segment counts only once its instant has completed (or is older than the active timeline),
@@ -34,7 +34,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ingest import parquet_bytes
-from ingest.hudi.timeline import AUX_FOLDER
+from ingest.hudi.timeline.timeline import AUX_FOLDER
 from ingest.storage import Storage
 
 INDEX_ROOT = f"{AUX_FOLDER}/ingest/key_index"

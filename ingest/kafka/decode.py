@@ -87,7 +87,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
 from ingest.errors import ConfigError, SchemaEvolutionError
-from ingest.hudi.schema import avro_to_arrow
+from ingest.hudi.avro.schema import avro_to_arrow
 from ingest.kafka import registry as schema_registry
 
 FORMATS = ("json", "avro", "confluent-avro")

@@ -15,7 +15,7 @@ from pyspark.sql import SparkSession
 
 from ingest.config.pipeline import PipelineConfig
 from ingest.errors import ConfigError
-from ingest.hudi.table import HudiTable
+from ingest.hudi.table.table import HudiTable
 from ingest.write.commit import committed_batch
 
 OFFSET_LOG_VERSION = "v1"

@@ -27,8 +27,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ingest.config.pipeline import MetricsSettings
-from ingest.hudi.commit_metadata import NULL_COMMIT, WriteStat
-from ingest.hudi.instant import parse_instant
+from ingest.hudi.timeline.commit_metadata import NULL_COMMIT, WriteStat
+from ingest.hudi.timeline.instant import parse_instant
 from ingest.pipeline.catalog_sync import SyncOutcome
 
 log = logging.getLogger(__name__)

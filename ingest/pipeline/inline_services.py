@@ -15,8 +15,8 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from ingest.hudi.service_settings import ServiceSettings
-from ingest.hudi.table import HudiTable
+from ingest.hudi.config.service_settings import ServiceSettings
+from ingest.hudi.table.table import HudiTable
 from ingest.services import ServicesRun, run_inline_services
 from ingest.spark.compaction import SparkCompactionRunner
 from ingest.write.batch import CommitResult

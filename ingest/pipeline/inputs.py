@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from ingest.errors import ConfigError
-from ingest.hudi.archiver import read_archived_timeline
-from ingest.hudi.instant import Action
-from ingest.hudi.table import HudiTable
-from ingest.hudi.timeline import AUX_FOLDER
+from ingest.hudi.services.archiver import read_archived_timeline
+from ingest.hudi.table.table import HudiTable
+from ingest.hudi.timeline.instant import Action
+from ingest.hudi.timeline.timeline import AUX_FOLDER
 from ingest.storage import Storage
 
 METADATA_KEY = "ingest.backfill"

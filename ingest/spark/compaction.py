@@ -1,6 +1,6 @@
 """Executing a compaction's operations on Spark executors: one task per operation.
 
-The driver writes the plan and the commit (`ingest.hudi.compaction`); executors only run
+The driver writes the plan and the commit (`ingest.hudi.services.compaction`); executors only run
 `compact_operation`, the same function the in-process runner runs, so a table compacted here equals
 one compacted locally. Each task names its file with its own write token (partition, stage and
 attempt ids), so a retried task never collides with a failed attempt; the driver removes the files of
@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pyspark import TaskContext
 from pyspark.sql import SparkSession
 
-from ingest.hudi.commit_metadata import WriteStat
-from ingest.hudi.compaction import CompactionJob, CompactionOperation, compact_operation, run_locally
-from ingest.hudi.file_names import make_write_token
+from ingest.hudi.services.compaction import CompactionJob, CompactionOperation, compact_operation, run_locally
+from ingest.hudi.table.file_names import make_write_token
+from ingest.hudi.timeline.commit_metadata import WriteStat
 
 
 def _compact_partition(job: CompactionJob, operations: Iterator[CompactionOperation]) -> Iterator[WriteStat]:

@@ -1,7 +1,7 @@
 """Each row's route, the bucket or key shard whose task writes it, as a Spark column.
 
 Routing decides which task writes each file group, so it must agree exactly with the bucket the
-write task computes (`ingest.hudi.bucket_index`) and with the key shard the key index uses
+write task computes (`ingest.hudi.keygen.bucket_index`) and with the key shard the key index uses
 (`ingest.write.tasks.key_shards`). When every record-key field is a string, integer or boolean
 column, Spark's string of the value is the one Hudi keys by, and the route is computed in the JVM:
 Java's own `String.hashCode` (through `reflect`), Hudi's cut of complex keys, `List.hashCode`. Rows
@@ -43,14 +43,14 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from ingest.hudi.bucket_index import bucket_ids
-from ingest.hudi.key_generator import (
+from ingest.hudi.keygen.bucket_index import bucket_ids
+from ingest.hudi.keygen.key_generator import (
     EMPTY_PLACEHOLDER,
     NULL_PLACEHOLDER,
     KeyGeneratorSpec,
     compute_record_keys,
 )
-from ingest.write import precombine as pcb
+from ingest.hudi.merge import precombine as pcb
 from ingest.write import records as rec
 from ingest.write import tasks
 from ingest.write.options import IndexType

@@ -34,8 +34,8 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
 from ingest.errors import BadRecordError
-from ingest.hudi.avro_names import sanitized_schema
-from ingest.hudi.commit_metadata import WriteStat
+from ingest.hudi.avro.avro_names import sanitized_schema
+from ingest.hudi.timeline.commit_metadata import WriteStat
 from ingest.spark import routing
 from ingest.spark.failures import is_spark_error, spark_failure
 from ingest.storage import Storage

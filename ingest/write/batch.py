@@ -22,13 +22,13 @@ import pyarrow as pa
 
 from ingest.errors import BadRecordError, TableNotFound
 from ingest.faults import crash_point
-from ingest.hudi import schema as avro
-from ingest.hudi.commit_metadata import WriteStat
-from ingest.hudi.file_system_view import FileSlice
-from ingest.hudi.snapshot import ReadContext
-from ingest.hudi.table import HudiTable
-from ingest.index import bootstrap
+from ingest.hudi.avro import schema as avro
+from ingest.hudi.table.file_system_view import FileSlice
+from ingest.hudi.table.snapshot import ReadContext
+from ingest.hudi.table.table import HudiTable
+from ingest.hudi.timeline.commit_metadata import WriteStat
 from ingest.phases import phase
+from ingest.write import index_bootstrap as bootstrap
 from ingest.write import records as rec
 from ingest.write import tasks
 from ingest.write.commit import BatchId, Transaction, begin, complete_transaction, release

@@ -24,14 +24,16 @@ from dataclasses import dataclass, field
 
 from ingest import __version__
 from ingest.errors import ConcurrentWriterError
-from ingest.hudi import heartbeat, markers, metadata_table, partition_metadata, rollback
-from ingest.hudi import schema as avro
-from ingest.hudi.commit_metadata import CommitMetadata, WriteStat, decode_metadata
-from ingest.hudi.file_system_view import FileSystemView
-from ingest.hudi.heartbeat import HeartbeatSettings, InstantHeartbeat
-from ingest.hudi.instant import Action, Instant, State
-from ingest.hudi.table import HudiTable
-from ingest.hudi.timeline import Timeline, complete, read_instant, request, start
+from ingest.hudi.avro import schema as avro
+from ingest.hudi.services import rollback
+from ingest.hudi.table import markers, metadata_table, partition_metadata
+from ingest.hudi.table.file_system_view import FileSystemView
+from ingest.hudi.table.table import HudiTable
+from ingest.hudi.timeline import heartbeat
+from ingest.hudi.timeline.commit_metadata import CommitMetadata, WriteStat, decode_metadata
+from ingest.hudi.timeline.heartbeat import HeartbeatSettings, InstantHeartbeat
+from ingest.hudi.timeline.instant import Action, Instant, State
+from ingest.hudi.timeline.timeline import Timeline, complete, read_instant, request, start
 from ingest.index import key_state as ks
 from ingest.storage import Storage
 

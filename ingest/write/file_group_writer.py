@@ -33,23 +33,24 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ingest.hudi import avro_encoder, markers
-from ingest.hudi import schema as avro
-from ingest.hudi.base_file import (
+from ingest.hudi.avro import avro_encoder
+from ingest.hudi.avro import schema as avro
+from ingest.hudi.log.data_block import DATA_BLOCK_VERSION, data_block_header
+from ingest.hudi.log.delete_block import NO_ORDERING_VALUE, DeleteRecord, delete_block
+from ingest.hudi.log.log_block import BlockType, block_parts, encode_log_block
+from ingest.hudi.log.log_reader import corrupt_block_instant, ends_in_whole_block, iter_log_blocks
+from ingest.hudi.merge.precombine import KEY, PARTITION
+from ingest.hudi.parquet.base_file import (
     BaseFileOptions,
     encode_base_file,
     merged_bloom_filter,
     read_base_file,
     read_footer,
 )
-from ingest.hudi.commit_metadata import NULL_COMMIT, RuntimeStats, WriteStat
-from ingest.hudi.data_block import DATA_BLOCK_VERSION, data_block_header
-from ingest.hudi.delete_block import NO_ORDERING_VALUE, DeleteRecord, delete_block
-from ingest.hudi.file_names import BaseFileName, LogFileName, make_write_token
-from ingest.hudi.log_block import BlockType, block_parts, encode_log_block
-from ingest.hudi.log_reader import corrupt_block_instant, ends_in_whole_block, iter_log_blocks
+from ingest.hudi.table import markers
+from ingest.hudi.table.file_names import BaseFileName, LogFileName, make_write_token
+from ingest.hudi.timeline.commit_metadata import NULL_COMMIT, RuntimeStats, WriteStat
 from ingest.storage import Storage, data_size
-from ingest.write.precombine import KEY, PARTITION
 
 log = logging.getLogger(__name__)
 

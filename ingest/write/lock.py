@@ -11,7 +11,7 @@ no newer epoch exists, learns it has lost the lease and stops instead of committ
 
 Several ingest writers of one table (a stream and a backfill) take turns: each takes the lease per
 commit and waits for it up to `wait_seconds`. With Hudi's optimistic concurrency control configured,
-the lease also takes Hudi's own lock file (`ingest.hudi.lock_provider`), after the lease (so ingest
+the lease also takes Hudi's own lock file (`ingest.hudi.table.lock_provider`), after the lease (so ingest
 writers never deadlock on it) and for as long, so Hudi writers take turns with ingest too.
 """
 
@@ -27,9 +27,9 @@ import uuid
 from dataclasses import dataclass
 
 from ingest.errors import ConcurrentWriterError, TableNotFound
-from ingest.hudi.lock_provider import FileSystemLock, LockSettings
-from ingest.hudi.table_config import TableConfig
-from ingest.hudi.timeline import AUX_FOLDER
+from ingest.hudi.config.table_config import TableConfig
+from ingest.hudi.table.lock_provider import FileSystemLock, LockSettings
+from ingest.hudi.timeline.timeline import AUX_FOLDER
 from ingest.liveness import ProcessIdentity
 from ingest.storage import Storage
 from ingest.write.options import WriteOptions

@@ -14,12 +14,12 @@ from functools import cached_property
 from typing import Any
 
 from ingest.errors import ConfigError
-from ingest.hudi.bucket_index import bucket_index_write_config, hash_fields_from_config
-from ingest.hudi.heartbeat import HeartbeatSettings
-from ingest.hudi.key_generator import COMPLEX_NEW_ENCODING, KeyGeneratorSpec, complex_key_encoding
-from ingest.hudi.lock_provider import lazy_failed_writes
-from ingest.hudi.table_config import TableConfigKey
-from ingest.hudi.table_version import DEFAULT_WRITE_VERSION, TableVersion
+from ingest.hudi.config.table_config import TableConfigKey
+from ingest.hudi.config.table_version import DEFAULT_WRITE_VERSION, TableVersion
+from ingest.hudi.keygen.bucket_index import bucket_index_write_config, hash_fields_from_config
+from ingest.hudi.keygen.key_generator import COMPLEX_NEW_ENCODING, KeyGeneratorSpec, complex_key_encoding
+from ingest.hudi.table.lock_provider import lazy_failed_writes
+from ingest.hudi.timeline.heartbeat import HeartbeatSettings
 from ingest.write.file_group_writer import InsertMode
 
 RECORD_KEY_FIELD = "hoodie.datasource.write.recordkey.field"
@@ -120,7 +120,7 @@ class WriteOptions:
     lock_wait_seconds: float = 0.0  # how long a commit waits for the lease another writer holds
     # Column names Avro refuses are renamed with this mask (HoodieStreamer's sanitizing); None refuses them.
     invalid_name_mask: str | None = None
-    heartbeat: HeartbeatSettings = HeartbeatSettings()  # of each instant in flight (`ingest.hudi.heartbeat`)
+    heartbeat: HeartbeatSettings = HeartbeatSettings()  # of each instant in flight (`ingest.hudi.timeline.heartbeat`)
 
     def __post_init__(self) -> None:
         if self.insert_mode is None:

@@ -18,15 +18,16 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from ingest.errors import ConfigError
-from ingest.hudi import avro_models, markers
-from ingest.hudi import schema as avro
-from ingest.hudi.base_file import BaseFileOptions
-from ingest.hudi.bucket_index import INDEX_TYPE as BUCKET_INDEX_TYPE
-from ingest.hudi.bucket_index import bucket_id_from_file_id, new_bucket_file_id
-from ingest.hudi.file_system_view import FileSlice
-from ingest.hudi.instant import Action, State
-from ingest.hudi.table_config import TableConfig
-from ingest.hudi.timeline import read_instant
+from ingest.hudi.avro import avro_models
+from ingest.hudi.avro import schema as avro
+from ingest.hudi.config.table_config import TableConfig
+from ingest.hudi.keygen.bucket_index import INDEX_TYPE as BUCKET_INDEX_TYPE
+from ingest.hudi.keygen.bucket_index import bucket_id_from_file_id, new_bucket_file_id
+from ingest.hudi.parquet.base_file import BaseFileOptions
+from ingest.hudi.table import markers
+from ingest.hudi.table.file_system_view import FileSlice
+from ingest.hudi.timeline.instant import Action, State
+from ingest.hudi.timeline.timeline import read_instant
 from ingest.index.key_state import KeyStateStore, visibility
 from ingest.storage import Storage
 from ingest.write.commit import Transaction

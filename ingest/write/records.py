@@ -18,8 +18,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ingest.hudi.key_generator import KeyGeneratorSpec, compute_keys
-from ingest.write.precombine import DELETE, KEY, ORDER, PARTITION
+from ingest.hudi.keygen.key_generator import KeyGeneratorSpec, compute_keys
+from ingest.hudi.merge.precombine import DELETE, KEY, ORDER, PARTITION
 
 TOMBSTONE = "_ingest_is_tombstone"
 MARKED_DELETED = "_ingest_is_deleted"

@@ -19,8 +19,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ingest.hudi.merge.precombine import DELETE, KEY, PARTITION
 from ingest.index import key_state as ks
-from ingest.write.precombine import DELETE, KEY, PARTITION
 
 FILE_ID = "_ingest_file_id"
 IS_UPDATE = "_ingest_is_update"

@@ -25,12 +25,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ingest.hudi import schema as avro
-from ingest.hudi.base_file import read_base_file
-from ingest.hudi.bucket_index import bucket_ids, java_string_hashes
-from ingest.hudi.commit_metadata import WriteStat
+from ingest.hudi.avro import schema as avro
+from ingest.hudi.keygen.bucket_index import bucket_ids, java_string_hashes
+from ingest.hudi.merge import precombine as pcb
+from ingest.hudi.parquet.base_file import read_base_file
+from ingest.hudi.timeline.commit_metadata import WriteStat
 from ingest.index import key_state as ks
-from ingest.write import precombine as pcb
 from ingest.write.file_group_writer import IS_UPDATE, TaskIdentity, write_file_groups
 from ingest.write.plan import WritePlan
 from ingest.write.resolve import DELETED_IN, FILE_ID, join_rows, resolve, state_changes

@@ -1,0 +1,87 @@
+"""Table versions 6, 8 and 9: the one place that says what differs between them.
+
+Mirrors Hudi's `HoodieTableVersion` and what its upgrade handlers change (`SixToSevenUpgradeHandler`,
+`SevenToEightUpgradeHandler`, `EightToNineUpgradeHandler`) and what a 1.x writer does at each version:
+
+* timeline: layout 1 under `.hoodie/` at 6; layout 2 under `.hoodie/<hoodie.timeline.path>/` at 8
+  and 9, completed instants named `<requested>_<completion>.<action>` (`TimelineLayoutVersion`,
+  `InstantFileNameGeneratorV2`); the LSM history folder `timeline/history` is created with the table;
+* commit metadata: Jackson JSON at 6, an Avro container of `HoodieCommitMetadata` at 8 and 9
+  (`CommitMetadataSerDeV2`), for the inflight and the completed deltacommit alike;
+* log files: named with the file slice's base instant at 6 (appended to across deltacommits); from 8
+  on with the writing deltacommit's instant, one new file per deltacommit and file group, whose write
+  stat has `prevCommit` = that instant, no base file and only the new log file
+  (`HoodieAppendHandle.populateWriteStatAndFetchFileSlice`, `init`); so a failed deltacommit is rolled
+  back by deleting its files, never with a command block; its marker is `CREATE`, not `APPEND`
+  (`WriteMarkers.createLogMarkerIfNotExists` at 8, `DirectWriteMarkersV1` at 6);
+* log block headers: ordinals 0-6 at 6, 0-8 from 8 on (`HeaderMetadataType`);
+* `hoodie.properties`: merge mode and strategy id from 8 (`SevenToEightUpgradeHandler`), ordering
+  fields, `hoodie.table.format` and the legacy payload key from 9 (`EightToNineUpgradeHandler`);
+* the streamer checkpoint key: `deltastreamer.checkpoint.key` at 6, `streamer.checkpoint.key.v2` from
+  8 (`StreamerCheckpointV1`/`V2`); the streaming sink's `_hudi_streaming_sink_checkpoint` is the same.
+
+Code elsewhere asks a `TableVersion` instead of comparing version numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ingest.errors import UnsupportedTable
+from ingest.hudi.log.log_block import HeaderKey
+
+
+@dataclass(frozen=True)
+class TableVersion:
+    number: int
+    timeline_layout: int            # hoodie.timeline.layout.version
+    avro_commit_metadata: bool      # commit metadata as Avro (else Jackson JSON)
+    log_files_by_writer: bool       # log files named with the writing deltacommit's instant
+    log_marker: str                 # the marker IOType of a log file written
+    header_keys: frozenset[HeaderKey]
+    merge_mode_in_properties: bool  # hoodie.record.merge.mode / .strategy.id are table properties
+    ordering_fields_key: bool       # hoodie.table.ordering.fields replaces the precombine key
+    legacy_payload_key: bool        # payload classes are hoodie.table.legacy.payload.class
+    table_format_key: bool          # hoodie.table.format is written
+    streamer_checkpoint_key: str
+    services: bool                  # ingest runs compaction, cleaning and archival on it
+    hudi_releases: str
+
+    @property
+    def has_completion_times(self) -> bool:
+        return self.timeline_layout >= 2
+
+    @property
+    def rollback_appends_command_blocks(self) -> bool:
+        """At 6 a failed deltacommit's blocks in an older slice's log are neutralised by a command
+        block; from 8 on every log file of a deltacommit is its own, and deleted."""
+        return not self.log_files_by_writer
+
+    def check_header(self, keys: set[HeaderKey] | frozenset[HeaderKey]) -> None:
+        extra = set(keys) - self.header_keys
+        if extra:
+            names = ", ".join(sorted(k.name for k in extra))
+            raise UnsupportedTable(f"table version {self.number} has no log block header {names}")
+
+    @classmethod
+    def of(cls, number: int | str) -> TableVersion:
+        try:
+            return _VERSIONS[int(number)]
+        except (KeyError, ValueError):
+            known = ", ".join(str(v) for v in _VERSIONS)
+            raise UnsupportedTable(f"table version {number} (only versions {known} are supported)") from None
+
+
+_V6_HEADERS = frozenset(k for k in HeaderKey if k <= HeaderKey.BLOCK_IDENTIFIER)
+
+V6 = TableVersion(6, 1, False, False, "APPEND", _V6_HEADERS, False, False, False, False, "deltastreamer.checkpoint.key",
+                  True, "Hudi 0.14/0.15")
+V8 = TableVersion(8, 2, True, True, "CREATE", frozenset(HeaderKey), True, False, False, False, "streamer.checkpoint.key.v2",
+                  False, "Hudi 1.0")
+V9 = TableVersion(9, 2, True, True, "CREATE", frozenset(HeaderKey), True, True, True, True, "streamer.checkpoint.key.v2",
+                  False, "Hudi 1.1/1.2")
+_VERSIONS = {v.number: v for v in (V6, V8, V9)}
+
+READABLE_VERSIONS: tuple[int, ...] = tuple(_VERSIONS)
+WRITABLE_VERSIONS: tuple[int, ...] = (6, 8, 9)
+DEFAULT_WRITE_VERSION = V6  # every Hudi reader since 0.14 reads it

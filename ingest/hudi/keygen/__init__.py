@@ -1,0 +1,3 @@
+"""Record keys, partition paths and buckets (`KeyGenerator`, `TimestampBasedAvroKeyGenerator`,
+`BucketIdentifier`).
+"""

@@ -1,0 +1,3 @@
+"""Hudi log files (`HoodieLogFile`, `HoodieLogFormat`): block framing, data and delete blocks,
+the reader and the writer.
+"""

@@ -1,0 +1,2 @@
+"""Merging records of one key (`HoodieRecordMerger`, pre-combining by ordering value).
+"""

@@ -1,0 +1,3 @@
+"""Base files (`HoodieParquetWriter`/`HoodieAvroParquetReader`) and the bloom filter in their
+footers (`BloomFilterFactory`).
+"""

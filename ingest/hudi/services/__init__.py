@@ -1,0 +1,3 @@
+"""Table services (`HoodieTable.compact/clean/archive/rollback`): compaction, cleaning, archival
+and rollback.
+"""

@@ -1,0 +1,328 @@
+"""Cleaning: deleting file slices no reader needs any more, as Hudi 0.14/0.15's cleaner does.
+
+Policies (`CleanPlanner`):
+
+* KEEP_LATEST_COMMITS (default): keep what reads as of the last `hoodie.cleaner.commits.retained`
+  commits need. The earliest commit to retain is the N-th latest completed commit (never later than
+  the earliest pending one, `CleanerUtils.getEarliestCommitToRetain`); in each file group a slice
+  older than it goes, except the latest slice and the newest slice before it (the one a query
+  reading as of that commit still uses).
+* KEEP_LATEST_FILE_VERSIONS: keep the newest `hoodie.cleaner.fileversions.retained` slices of each
+  file group.
+
+Under both, slices a pending compaction needs (its planned slice and the one it opened) stay, and the
+latest slice of every group (where writes append) is never deleted. With incremental mode (Hudi's
+default) only partitions written since the previous clean's horizon are listed, so a clean costs what
+changed, not the table's size.
+
+Protocol (`CleanPlanActionExecutor`, `CleanActionExecutor`): a plan with files to delete is written as
+`<t>.clean.requested` (`HoodieCleanerPlan`); `<t>.clean.inflight` repeats it; files are deleted; then
+`<t>.clean` records `HoodieCleanMetadata`. A plan without files is not written at all. A clean a crash
+interrupted is executed again from its plan (deleting is idempotent; files already gone are reported
+as failed deletes, as Hudi reports them).
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from ingest.errors import TimelineError
+from ingest.faults import crash_point
+from ingest.hudi.avro import avro_models
+from ingest.hudi.config.service_settings import CleanerPolicy, CleanSettings
+from ingest.hudi.services.compaction import check_writable, pending_plans
+from ingest.hudi.table.file_system_view import FileGroup, FileSlice, FileSystemView
+from ingest.hudi.table.table import HudiTable
+from ingest.hudi.timeline.instant import Action, Instant, State
+from ingest.hudi.timeline.timeline import Timeline, complete, read_instant, request, start
+from ingest.storage import Storage
+
+log = logging.getLogger(__name__)
+
+PLAN_VERSION = 2        # CleanPlanner.LATEST_CLEAN_PLAN_VERSION
+METADATA_VERSION = 2    # CleanerUtils.LATEST_CLEAN_METADATA_VERSION
+COMMIT_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION)
+
+
+def _relative(storage: Storage, url: str) -> str:
+    prefix = storage.base_url.rstrip("/") + "/"
+    return url[len(prefix):] if url.startswith(prefix) else url
+
+
+@dataclass(frozen=True)
+class ActionInstant:
+    """`HoodieActionInstant`: an instant as Hudi's timeline names it (a completed compaction is a
+    `commit`)."""
+
+    timestamp: str
+    action: str
+    state: str
+
+    @classmethod
+    def of(cls, instant: Instant) -> ActionInstant:
+        completed_compaction = instant.action is Action.COMPACTION and instant.is_completed
+        action = Action.COMMIT.value if completed_compaction else instant.action.value
+        return cls(instant.timestamp, action, instant.state.value)
+
+
+@dataclass(frozen=True)
+class CleanerPlan:
+    """`HoodieCleanerPlan`: what one clean deletes, per partition (paths relative to the table)."""
+
+    policy: CleanerPolicy
+    files: Mapping[str, tuple[str, ...]]
+    earliest_instant_to_retain: ActionInstant | None = None
+    last_completed_commit: str = ""
+    version: int = PLAN_VERSION
+
+    @property
+    def file_count(self) -> int:
+        return sum(len(f) for f in self.files.values())
+
+    def to_bytes(self, storage: Storage) -> bytes:
+        ectr = self.earliest_instant_to_retain
+        return avro_models.serialize(avro_models.CLEANER_PLAN, {
+            "earliestInstantToRetain": None if ectr is None else {
+                "timestamp": ectr.timestamp, "action": ectr.action, "state": ectr.state,
+            },
+            "lastCompletedCommitTimestamp": self.last_completed_commit,
+            "policy": self.policy.value,
+            "filesToBeDeletedPerPartition": {},
+            "version": self.version,
+            "filePathsToBeDeletedPerPartition": {
+                p: [{"filePath": storage.url(f), "isBootstrapBaseFile": False} for f in files]
+                for p, files in self.files.items()
+            },
+            "partitionsToBeDeleted": [],
+            "extraMetadata": None,
+        })
+
+    @classmethod
+    def from_bytes(cls, storage: Storage, data: bytes) -> CleanerPlan:
+        d = avro_models.deserialize(data, avro_models.CLEANER_PLAN)
+        ectr = d.get("earliestInstantToRetain")
+        files = {
+            p: tuple(_relative(storage, f["filePath"]) for f in infos if f.get("filePath"))
+            for p, infos in (d.get("filePathsToBeDeletedPerPartition") or {}).items()
+        }
+        if not files and d.get("filesToBeDeletedPerPartition"):  # version 1: file names per partition
+            files = {
+                p: tuple(posixpath.join(p, n) if p else n for n in names)
+                for p, names in d["filesToBeDeletedPerPartition"].items()
+            }
+        return cls(
+            policy=CleanerPolicy(d["policy"]),
+            files=files,
+            earliest_instant_to_retain=None if ectr is None else ActionInstant(
+                ectr["timestamp"], ectr["action"], ectr["state"]),
+            last_completed_commit=d.get("lastCompletedCommitTimestamp") or "",
+            version=int(d.get("version") or 1),
+        )
+
+
+@dataclass(frozen=True)
+class CleanResult:
+    instant: str
+    deleted: tuple[str, ...] = ()
+    failed: tuple[str, ...] = ()
+    partitions: Mapping[str, Mapping] = field(default_factory=dict)
+
+
+# -- planning -------------------------------------------------------------------------------------
+
+
+def earliest_commit_to_retain(timeline: Timeline, settings: CleanSettings) -> Instant | None:
+    """`CleanerUtils.getEarliestCommitToRetain` for KEEP_LATEST_COMMITS."""
+    if settings.policy is not CleanerPolicy.KEEP_LATEST_COMMITS:
+        return None
+    commits = timeline.filter(actions=COMMIT_ACTIONS)
+    done = [i for i in commits if i.is_completed]
+    if len(done) <= settings.commits_retained:
+        return None
+    nth = done[len(done) - settings.commits_retained]
+    pending = [i for i in commits if not i.is_completed]
+    if pending and nth.timestamp > pending[0].timestamp:
+        before = [i for i in done if i.timestamp < pending[0].timestamp]
+        return before[-1] if before else None
+    return nth
+
+
+def commits_since_last_clean(table: HudiTable, timeline: Timeline) -> int:
+    """Completed commits after the last clean's `lastCompletedCommitTimestamp` (Hudi's trigger count)."""
+    done = timeline.completed(*COMMIT_ACTIONS)
+    last_clean = timeline.last_completed(Action.CLEAN)
+    if last_clean is None:
+        return len(done)
+    data = read_instant(table.storage, last_clean)
+    if not data:
+        return len(done)
+    since = avro_models.deserialize(data, avro_models.CLEAN_METADATA).get("lastCompletedCommitTimestamp") or ""
+    return sum(1 for i in done if i.timestamp > since)
+
+
+def _partitions_since(table: HudiTable, timeline: Timeline, start: str, end: str) -> list[str]:
+    """Partitions that completed commits in [start, end) wrote (CleanPlanner's incremental mode)."""
+    out: set[str] = set()
+    for instant in timeline.completed(*COMMIT_ACTIONS):
+        if start <= instant.timestamp < end:
+            out.update(table.commit_metadata(instant).partition_to_write_stats)
+    return sorted(out)
+
+
+def _partitions_to_clean(table: HudiTable, timeline: Timeline, settings: CleanSettings,
+                         ectr: Instant | None) -> list[str] | None:
+    """Partitions to look at; None for every partition, [] for none (too few commits to clean)."""
+    if settings.policy is CleanerPolicy.KEEP_LATEST_FILE_VERSIONS:
+        return None
+    if ectr is None:
+        return []
+    last_clean = timeline.last_completed(Action.CLEAN)
+    if settings.incremental and last_clean is not None:
+        data = read_instant(table.storage, last_clean)
+        previous = avro_models.deserialize(data, avro_models.CLEAN_METADATA).get("earliestCommitToRetain") if data else ""
+        first = timeline.first_write_timestamp
+        if previous and first is not None and previous >= first:
+            return _partitions_since(table, timeline, previous, ectr.timestamp)
+    return None
+
+
+def _slice_files(slice_: FileSlice) -> list[str]:
+    return ([slice_.base_file.path] if slice_.base_file else []) + [lf.path for lf in slice_.log_files]
+
+
+def _needed_by_compaction(slice_: FileSlice, pending_ops: Mapping[tuple[str, str], str]) -> bool:
+    base = pending_ops.get((slice_.partition_path, slice_.file_id))
+    return base is not None and slice_.base_instant >= base
+
+
+def _files_keeping_versions(group: FileGroup, keep: int, pending_ops: Mapping[tuple[str, str], str]) -> list[str]:
+    newest_first = [s for s in reversed(group.slices) if not _needed_by_compaction(s, pending_ops)]
+    if (group.partition_path, group.file_id) in pending_ops:
+        keep -= 1  # the slice the compaction reads is kept already
+    return [f for s in newest_first[max(keep, 0):] for f in _slice_files(s)]
+
+
+def _files_keeping_commits(group: FileGroup, ectr: str, pending_ops: Mapping[tuple[str, str], str]) -> list[str]:
+    if not group.slices:
+        return []
+    newest_first = list(reversed(group.slices))
+    last_version = newest_first[0].base_instant
+    before_ectr = next((s.base_instant for s in newest_first if s.base_instant < ectr), None)
+    out = []
+    for s in newest_first:
+        if s.base_instant in (last_version, before_ectr):
+            continue
+        if s.base_instant < ectr and not _needed_by_compaction(s, pending_ops):
+            out.extend(_slice_files(s))
+    return out
+
+
+def plan_clean(table: HudiTable, timeline: Timeline, settings: CleanSettings) -> CleanerPlan:
+    """What a clean planned now would delete (possibly nothing)."""
+    ectr = earliest_commit_to_retain(timeline, settings)
+    last = timeline.last_completed(*COMMIT_ACTIONS)
+    empty = CleanerPlan(settings.policy, {}, ActionInstant.of(ectr) if ectr else None, last.timestamp if last else "")
+    partitions = _partitions_to_clean(table, timeline, settings, ectr)
+    if partitions == []:
+        return empty
+    view = FileSystemView.load(table.storage, timeline, partitions, replaced=table.replaced_file_groups(timeline))
+    pending_ops = {
+        (op.partition_path, op.file_id): op.base_instant
+        for plan in pending_plans(table.storage, timeline).values() for op in plan.operations
+    }
+    files: dict[str, list[str]] = {}
+    for group in view.file_groups():
+        if ectr is None:
+            doomed = _files_keeping_versions(group, settings.file_versions_retained, pending_ops)
+        else:
+            doomed = _files_keeping_commits(group, ectr.timestamp, pending_ops)
+        if doomed:
+            files.setdefault(group.partition_path, []).extend(doomed)
+    return CleanerPlan(settings.policy, {p: tuple(f) for p, f in files.items()},
+                       empty.earliest_instant_to_retain, empty.last_completed_commit)
+
+
+def schedule(table: HudiTable, settings: CleanSettings, *, force: bool = False,
+             fence: Callable[[], None] | None = None) -> str | None:
+    """Request a clean when the trigger (or `force`) says so and there are files to delete."""
+    check_writable(table)
+    timeline = table.timeline()
+    if not force and commits_since_last_clean(table, timeline) < settings.max_commits:
+        return None
+    plan = plan_clean(table, timeline, settings)
+    if not plan.file_count:
+        return None
+    instant_time = timeline.new_instant_time()
+    if fence is not None:
+        fence()
+    request(table.storage, instant_time, Action.CLEAN, plan.to_bytes(table.storage))
+    log.info("scheduled clean %s of %d files", instant_time, plan.file_count)
+    return instant_time
+
+
+# -- execution ------------------------------------------------------------------------------------
+
+
+def read_plan(table: HudiTable, timestamp: str) -> CleanerPlan:
+    return CleanerPlan.from_bytes(table.storage, read_instant(table.storage, Instant(timestamp, Action.CLEAN, State.REQUESTED)))
+
+
+def execute(table: HudiTable, instant_time: str) -> CleanResult:
+    """Run the clean `instant_time` (requested, or inflight after a crash) to completion."""
+    check_writable(table)
+    storage = table.storage
+    started = time.monotonic()
+    instant = table.timeline().get(instant_time)
+    if instant is None or instant.action is not Action.CLEAN:
+        raise TimelineError(f"{table.base_url}: no clean {instant_time} on the timeline")
+    if instant.is_completed:
+        return CleanResult(instant_time)
+    plan_bytes = read_instant(storage, instant.to(State.REQUESTED))
+    plan = CleanerPlan.from_bytes(storage, plan_bytes)
+    inflight = start(storage, instant, plan_bytes) if instant.state is State.REQUESTED else instant
+    partitions: dict[str, dict] = {}
+    deleted, failed = [], []
+    for partition, paths in plan.files.items():
+        meta = partitions.setdefault(partition, {
+            "partitionPath": partition, "policy": plan.policy.value, "deletePathPatterns": [],
+            "successDeleteFiles": [], "failedDeleteFiles": [], "isPartitionDeleted": False,
+        })
+        for path in paths:
+            name = posixpath.basename(path)
+            meta["deletePathPatterns"].append(name)
+            if storage.delete(path):
+                meta["successDeleteFiles"].append(name)
+                deleted.append(path)
+            else:
+                meta["failedDeleteFiles"].append(name)
+                failed.append(path)
+            crash_point("mid_clean")
+    ectr = plan.earliest_instant_to_retain
+    metadata = {
+        "startCleanTime": instant_time,
+        "timeTakenInMillis": int((time.monotonic() - started) * 1000),
+        "totalFilesDeleted": len(deleted),
+        "earliestCommitToRetain": ectr.timestamp if ectr else "",
+        "lastCompletedCommitTimestamp": plan.last_completed_commit,
+        "partitionMetadata": partitions,
+        "version": METADATA_VERSION,
+        "bootstrapPartitionMetadata": {},
+        "extraMetadata": None,
+    }
+    complete(storage, inflight, avro_models.serialize(avro_models.CLEAN_METADATA, metadata))
+    log.info("completed clean %s: %d files deleted, %d already gone", instant_time, len(deleted), len(failed))
+    return CleanResult(instant_time, tuple(deleted), tuple(failed), partitions)
+
+
+def clean(table: HudiTable, settings: CleanSettings, *, force: bool = False,
+          fence: Callable[[], None] | None = None) -> list[CleanResult]:
+    """Finish cleans a crash interrupted, then plan and run a new one if due."""
+    results = [execute(table, i.timestamp) for i in table.timeline().pending(Action.CLEAN)]
+    instant_time = schedule(table, settings, force=force, fence=fence)
+    if instant_time is not None:
+        results.append(execute(table, instant_time))
+    return results

@@ -1,0 +1,301 @@
+"""Reading a Merge-On-Read table: every file slice's base file merged with its log blocks.
+
+Per file slice, versions of each record key are taken in scan order — base file first, then log
+files in order, blocks in file order — keeping only blocks of instants completed as of the read
+time and not named by a rollback command block. Then, as the table config says:
+
+* event-time ordering (an ordering field with an event-time payload): the version with the largest
+  ordering value wins, ties going to the later one. A delete that carries an ordering value of the
+  field's type competes like any version; a delete without one (Hudi writes `IntWrapper(0)`)
+  supersedes every version before it;
+* commit-time ordering: the last version wins.
+
+Tables written by ingest keep every key's history monotonic (see `ingest.write.resolve`), so on them
+these rules, Hudi's Java payloads and hudi-rs all give the same rows.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ingest.errors import BadRecordError, InvalidInstant, LogFormatError
+from ingest.hudi.avro import schema as avro
+from ingest.hudi.log.delete_block import OrderingWrapper, ordering_wrapper
+from ingest.hudi.log.log_block import BlockType, LogBlock
+from ingest.hudi.log.log_reader import corrupt_block_instant, decode_block, iter_log_blocks
+from ingest.hudi.merge import precombine as pcb
+from ingest.hudi.parquet.base_file import read_base_file
+from ingest.hudi.table.file_system_view import FileSlice
+from ingest.hudi.table.table import HudiTable
+from ingest.hudi.timeline.instant import WRITE_ACTIONS, Action, query_instant
+from ingest.hudi.timeline.timeline import ARCHIVE_FOLDER, Timeline
+from ingest.storage import Storage
+
+log = logging.getLogger(__name__)
+
+
+def _ordering_wrapper(schema: avro.AvroSchema, ordering_field: str | None) -> OrderingWrapper | None:
+    """The wrapper a delete's ordering value has when it is comparable with the ordering field's values."""
+    if ordering_field is None:
+        return None
+    for field in schema["fields"]:
+        if field["name"] == ordering_field:
+            try:
+                return ordering_wrapper(field["type"])
+            except BadRecordError:
+                return None
+    return None
+
+
+@dataclass(frozen=True)
+class ReadContext:
+    """What a slice read needs: where, which instants count, the schema, and the merge rule."""
+
+    storage: Storage
+    schema: avro.AvroSchema            # table schema, no meta fields
+    completed: frozenset[str]          # completed write instants as of the read time
+    ordering_field: str | None
+    event_time: bool
+    writes_pending: bool = False       # a write may be appending now: an unknown torn tail is its
+    skip_corrupt: bool = False         # report corrupt committed blocks as warnings, not errors
+
+    @property
+    def reader_schema(self) -> avro.AvroSchema:
+        return avro.with_meta_fields(self.schema)
+
+    @property
+    def arrow_schema(self) -> pa.Schema:
+        return avro.avro_to_arrow(self.reader_schema)
+
+
+def context(table: HudiTable, as_of: str | None = None, *,
+            skip_corrupt: bool = False) -> tuple[ReadContext, list[FileSlice]]:
+    timeline = table.timeline()
+    if as_of is not None:
+        _check_as_of(table, timeline, as_of)
+    schema = table.schema(timeline, as_of)
+    if schema is None:
+        name, namespace = avro.record_name(table.name)
+        schema = {"type": "record", "name": name, "namespace": namespace, "fields": []}
+    ctx = ReadContext(
+        storage=table.storage,
+        schema=schema,
+        completed=timeline.completed_write_timestamps(as_of),
+        ordering_field=table.config.precombine_field,
+        event_time=table.config.event_time_ordering,
+        writes_pending=bool(timeline.pending()),
+        skip_corrupt=skip_corrupt,
+    )
+    slices = table.view(timeline, as_of).latest_file_slices(as_of)
+    return ctx, slices
+
+
+def _check_as_of(table: HudiTable, timeline: Timeline, as_of: str) -> None:
+    """A time travel to before the first commit has nothing to show: say so rather than show nothing."""
+    first = next(iter(timeline.completed(*WRITE_ACTIONS)), None)
+    if first is None:
+        raise InvalidInstant(f"{table.base_url}: as of {as_of}: the table has no completed commit")
+    if as_of < first.timestamp:
+        archived = any(not e.is_dir for e in table.storage.list(ARCHIVE_FOLDER))
+        where = "first commit on its active timeline (older ones are archived)" if archived else "first commit"
+        raise InvalidInstant(f"{table.base_url}: instant {as_of} is before the table's {where}, {first.timestamp}")
+
+
+@dataclass(frozen=True)
+class CorruptBlock:
+    """A corrupt block no reader may skip silently: of a committed instant, or of one unknown."""
+
+    url: str
+    offset: int
+    size: int
+    instant: str | None
+    reason: str
+
+    def describe(self) -> str:
+        whose = f"committed instant {self.instant}" if self.instant else "an instant its header no longer names"
+        return (f"{self.url}: corrupt block at offset {self.offset} ({self.size} bytes) of {whose}: "
+                f"{self.reason}")
+
+
+@dataclass
+class _SliceLogs:
+    blocks: list[LogBlock]                   # visible blocks, in scan order
+    paths: dict[int, str]                    # id(block) -> its log file
+    rolled_back: set[str]
+    corrupt: list[CorruptBlock]
+
+
+def scan_logs(ctx: ReadContext, slice_: FileSlice) -> _SliceLogs:
+    """The slice's log blocks of completed instants, the instants rollback blocks name, and the
+    corrupt blocks that lost committed data. Hudi's reader (`AbstractHoodieLogRecordReader`) skips
+    every CORRUPT block; a torn block of a failed or rolled back write is normal and skipped here
+    too, silently, but one of a committed instant (or whose instant its torn header no longer
+    tells) held rows that are gone, and is reported (`CorruptBlock`)."""
+    out = _SliceLogs([], {}, set(), [])
+    torn: list[tuple[str, LogBlock, bool]] = []
+    for log_file in slice_.log_files:
+        last = None
+        for block in iter_log_blocks(ctx.storage, log_file.path):
+            last = block
+            out.paths[id(block)] = log_file.path
+            if block.is_corrupt:
+                torn.append((log_file.path, block, False))
+                continue
+            if block.block_type == BlockType.COMMAND:
+                if block.target_instant_time:
+                    out.rolled_back.add(block.target_instant_time)
+                continue
+            if block.instant_time in ctx.completed:
+                out.blocks.append(block)
+        if torn and last is torn[-1][1]:
+            torn[-1] = (torn[-1][0], last, True)
+    for path, block, at_end in torn:
+        instant = corrupt_block_instant(block)
+        if instant is not None and (instant not in ctx.completed or instant in out.rolled_back):
+            continue
+        if instant is None and at_end and ctx.writes_pending:
+            continue  # the tail a pending write is appending (or left behind when it died)
+        out.corrupt.append(CorruptBlock(ctx.storage.url(path), block.offset, block.size, instant,
+                                        block.corrupt_reason or "corrupt"))
+    return out
+
+
+def report_corrupt(ctx: ReadContext, corrupt: Iterable[CorruptBlock]) -> None:
+    """Fail on the first corrupt committed block, or (`skip_corrupt`) warn about each."""
+    for block in corrupt:
+        if not ctx.skip_corrupt:
+            raise LogFormatError(f"{block.describe()}; its rows would be lost (skip corrupt blocks to read "
+                                 "the rest)")
+        log.warning("%s; skipped: its rows are missing from this read", block.describe())
+
+
+def _log_versions(ctx: ReadContext, slice_: FileSlice) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]]]:
+    """Data records and deletes of the slice's visible log blocks, in scan order."""
+    scanned = scan_logs(ctx, slice_)
+    report_corrupt(ctx, scanned.corrupt)
+    blocks, block_paths, rolled_back = scanned.blocks, scanned.paths, scanned.rolled_back
+    records: list[dict[str, Any]] = []
+    deletes: list[tuple[Any, ...]] = []
+    wanted_wrapper = _ordering_wrapper(ctx.schema, ctx.ordering_field)
+    seq = 0
+    for block in blocks:
+        if block.instant_time in rolled_back:
+            continue
+        decoded = decode_block(block, ctx.reader_schema)
+        if decoded.block.is_corrupt:
+            # Well framed but undecodable content of a committed instant: skipping it would silently
+            # drop committed rows, so the read fails (as Hudi's own reader does).
+            report_corrupt(ctx, [CorruptBlock(ctx.storage.url(block_paths[id(block)]), block.offset, block.size,
+                                              block.instant_time, decoded.block.corrupt_reason or "corrupt")])
+            continue
+        if decoded.records is not None:
+            for record in decoded.records:
+                seq += 1
+                records.append((seq, record))
+        elif decoded.deletes is not None:
+            for d in decoded.deletes:
+                seq += 1
+                ov = d.ordering_value
+                ordered = (
+                    ov is not None and wanted_wrapper is not None and ov.wrapper == wanted_wrapper
+                    and not (ov.wrapper == OrderingWrapper.INT and ov.value == 0)
+                )
+                deletes.append((seq, d.record_key, d.partition_path, ov.value if ordered else None))
+    return records, deletes
+
+
+def read_slice(ctx: ReadContext, slice_: FileSlice) -> pa.Table:
+    """The merged rows of one file slice, meta fields included."""
+    schema = ctx.arrow_schema
+    parts = []
+    offset = 0
+    if slice_.base_file is not None:
+        base = read_base_file(ctx.storage, slice_.base_file.path, schema=schema)
+        parts.append(_versions(base, 0, deleted=False))
+        offset = base.num_rows
+    records, deletes = _log_versions(ctx, slice_)
+    if not records and not deletes:
+        return parts[0].select(schema.names) if parts else schema.empty_table()
+    if records:
+        table = pa.Table.from_pylist([r for _, r in records], schema=schema)
+        parts.append(_versions(table, offset, deleted=False, seqs=[s for s, _ in records]))
+    if deletes:
+        cols: dict[str, pa.Array] = {}
+        n = len(deletes)
+        for field in schema:
+            cols[field.name] = pa.nulls(n, field.type)
+        cols[avro.RECORD_KEY] = pa.array([d[1] for d in deletes], pa.string())
+        cols[avro.PARTITION_PATH] = pa.array([d[2] for d in deletes], pa.string())
+        if ctx.ordering_field is not None and ctx.ordering_field in cols:
+            target = schema.field(ctx.ordering_field).type
+            cols[ctx.ordering_field] = pa.array([d[3] for d in deletes], target)
+        table = pa.Table.from_pydict(cols, schema=schema)
+        parts.append(_versions(table, offset, deleted=True, seqs=[d[0] for d in deletes]))
+    versions = pa.concat_tables(parts)
+    ordering = ctx.ordering_field if ctx.event_time and ctx.ordering_field in schema.names else None
+    winners = pcb.precombine(versions, ordering, global_scope=True)
+    live = winners.filter(pc.invert(winners.column(pcb.DELETE)))
+    return live.select(schema.names)
+
+
+def _versions(table: pa.Table, offset: int, deleted: bool, seqs: list[int] | None = None) -> pa.Table:
+    n = table.num_rows
+    order = pa.array([offset + s for s in seqs] if seqs is not None else range(n), pa.int64())
+    return (
+        table.append_column(pcb.KEY, table.column(avro.RECORD_KEY))
+        .append_column(pcb.PARTITION, table.column(avro.PARTITION_PATH))
+        .append_column(pcb.ORDER, order)
+        .append_column(pcb.DELETE, pa.array([deleted] * n, pa.bool_()))
+    )
+
+
+def read_snapshot(table: HudiTable, as_of: str | None = None, *, skip_corrupt: bool = False) -> pa.Table:
+    """Every live row of the table as of `as_of` (default: the latest completed instant), in any of
+    the formats Hudi's time travel takes (`query_instant`)."""
+    ctx, slices = context(table, None if as_of is None else query_instant(as_of), skip_corrupt=skip_corrupt)
+    parts = [read_slice(ctx, s) for s in slices]
+    parts = [p for p in parts if p.num_rows]
+    return pa.concat_tables(parts) if parts else ctx.arrow_schema.empty_table()
+
+
+def read_incremental(table: HudiTable, start: str, end: str | None = None, *,
+                     skip_corrupt: bool = False) -> pa.Table:
+    """Rows changed by commits in (start, end], with their values as of `end`.
+
+    Only file groups those commits wrote are read (their write stats say which). Both times are
+    taken in any of the formats Hudi's queries take (`query_instant`).
+    """
+    start = query_instant(start)
+    end = None if end is None else query_instant(end)
+    timeline = table.timeline()
+    commits = [
+        i for i in timeline.completed(Action.DELTA_COMMIT, Action.COMMIT, Action.REPLACE_COMMIT)
+        if i.timestamp > start and (end is None or i.timestamp <= end)
+    ]
+    touched = set()
+    for instant in commits:
+        for stat in table.commit_metadata(instant).all_write_stats():
+            touched.add((stat.partition_path or "", stat.file_id))
+    ctx, slices = context(table, end, skip_corrupt=skip_corrupt)
+    parts = []
+    for s in slices:
+        if (s.partition_path, s.file_id) not in touched:
+            continue
+        rows = read_slice(ctx, s)
+        commit_time = rows.column(avro.COMMIT_TIME)
+        in_range = pc.greater(commit_time, pa.scalar(start))
+        if end is not None:
+            in_range = pc.and_(in_range, pc.less_equal(commit_time, pa.scalar(end)))
+        parts.append(rows.filter(in_range))
+    parts = [p for p in parts if p.num_rows]
+    return pa.concat_tables(parts) if parts else ctx.arrow_schema.empty_table()
+
+
+def slices_with_base_files(slices: Iterable[FileSlice]) -> list[FileSlice]:
+    return [s for s in slices if s.base_file is not None]

@@ -1,0 +1,165 @@
+"""A Hudi table on storage: its config, a timeline snapshot, its schema and its file system view.
+
+This is the handle that readers, writers, table services and CLI commands open. It holds no cached
+file listing of its own: `timeline()` and `view()` take fresh snapshots, so every caller decides
+explicitly which snapshot its decisions are made against.
+
+Tables of version 6, 8 and 9, Merge-On-Read or Copy-On-Write, open for reading (`open`); Merge-On-Read
+tables of those versions open for writing (`open_or_create`), each at its own version: a new table is
+created at the version asked for, an existing one is never upgraded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from ingest.errors import TableConfigConflict, TableNotFound, TimelineError
+from ingest.hudi.avro import schema as avro
+from ingest.hudi.config import properties_file
+from ingest.hudi.config.table_config import PROPERTIES_PATH, TableConfig, TableConfigKey
+from ingest.hudi.config.table_version import DEFAULT_WRITE_VERSION, TableVersion
+from ingest.hudi.table.file_system_view import FileSystemView
+from ingest.hudi.timeline.commit_metadata import CommitMetadata, decode_metadata
+from ingest.hudi.timeline.instant import Action, Instant
+from ingest.hudi.timeline.timeline import AUX_FOLDER, METAFOLDER, TEMP_FOLDER, Timeline, read_instant
+from ingest.hudi.timeline.timeline_layout import TimelineLayout
+from ingest.storage import Storage
+
+SCHEMA_KEY = "schema"
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class HudiTable:
+    storage: Storage
+    config: TableConfig
+
+    # -- opening and creating -------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, url: str, storage_options: Mapping[str, Any] | None = None) -> HudiTable:
+        storage = Storage(url, storage_options)
+        return cls(storage, TableConfig.load(storage))
+
+    @classmethod
+    def exists(cls, url: str, storage_options: Mapping[str, Any] | None = None) -> bool:
+        return properties_file.present(Storage(url, storage_options))
+
+    @classmethod
+    def create(
+        cls,
+        url: str,
+        settings: Mapping[str, str],
+        schema: avro.AvroSchema | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+        version: TableVersion = DEFAULT_WRITE_VERSION,
+    ) -> HudiTable:
+        """Create the table's `.hoodie` folder and properties (fails if a table is already there)."""
+        storage = Storage(url, storage_options)
+        given = dict(settings)
+        if schema is not None:
+            given[TableConfigKey.CREATE_SCHEMA.key] = avro.to_json(avro.without_meta_fields(schema))
+        config = TableConfig.build(given, version)
+        layout = TimelineLayout.of(config)
+        # Layout 2: the timeline folder and its LSM history folder, as `HoodieTableMetaClient.initTableAndGetMetaClient`.
+        folders = (layout.folder, f"{layout.folder}/{config.raw(TableConfigKey.TIMELINE_HISTORY_PATH)}") \
+            if version.has_completion_times else (f"{METAFOLDER}/archived",)
+        for folder in (METAFOLDER, *folders, AUX_FOLDER, TEMP_FOLDER):
+            storage.makedirs(folder)
+        if not storage.create(PROPERTIES_PATH, config.to_bytes()):
+            raise TableConfigConflict(url, [("hoodie.properties", "exists", "new table")])
+        return cls(storage, config)
+
+    @classmethod
+    def open_or_create(
+        cls,
+        url: str,
+        settings: Mapping[str, str],
+        schema: avro.AvroSchema | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+        version: TableVersion = DEFAULT_WRITE_VERSION,
+    ) -> HudiTable:
+        """Open the table for writing, checking the given settings agree with it; create it at `version`
+        if absent (an existing table keeps its own version).
+
+        Absent means no `.hoodie` folder, or one with no file in it: a `.hoodie` holding a timeline but
+        neither `hoodie.properties` nor its backup raises instead (`properties_file.fetch`)."""
+        try:
+            table = cls.open(url, storage_options)
+        except TableNotFound:
+            try:
+                return cls.create(url, settings, schema, storage_options, version)
+            except TableConfigConflict:
+                table = cls.open(url, storage_options)  # created concurrently: validate below
+        table.config.check_supported(url, write=True)
+        table.config.check_compatible(url, settings)
+        return table
+
+    # -- snapshots ------------------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def base_url(self) -> str:
+        return self.storage.base_url
+
+    @property
+    def version(self) -> TableVersion:
+        return self.config.table_version
+
+    @property
+    def layout(self) -> TimelineLayout:
+        return TimelineLayout.of(self.config)
+
+    def timeline(self) -> Timeline:
+        return Timeline.load(self.storage, self.layout, self.config.timeline_zone, self.version)
+
+    def view(self, timeline: Timeline | None = None, as_of: str | None = None) -> FileSystemView:
+        """The file groups, less those replaced (as of `as_of`: a later replace does not hide a group)."""
+        timeline = timeline or self.timeline()
+        return FileSystemView.load(self.storage, timeline, replaced=self.replaced_file_groups(timeline, as_of))
+
+    def commit_metadata(self, instant: Instant) -> CommitMetadata:
+        return self._parsed(instant, self.layout, CommitMetadata.from_json)
+
+    def _parsed(self, instant: Instant, layout: TimelineLayout, build: Callable[[dict[str, Any]], T]) -> T:
+        """An instant's metadata, or one TimelineError naming its file and what is wrong with it
+        (a truncated or corrupt file is no commit anyone can read: `HoodieCommitMetadata.fromBytes`
+        fails on it too, and writing on top of it would build on a commit whose content is lost)."""
+        data = read_instant(self.storage, instant, layout)
+        try:
+            return build(decode_metadata(data))
+        except (ValueError, KeyError, TypeError, AttributeError, EOFError, IndexError) as e:
+            detail = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise TimelineError(f"{self.storage.url(layout.path(instant))}: {instant.action.value} {instant.timestamp} "
+                                f"cannot be parsed ({len(data)} bytes; truncated or corrupt?): {detail}") from e
+
+    def replaced_file_groups(self, timeline: Timeline, as_of: str | None = None) -> frozenset[tuple[str, str]]:
+        """Groups retired by completed replacecommits at or before `as_of` (Hudi's
+        `isFileGroupReplacedBeforeOrOn`), every one when it is None."""
+        out = set()
+        # A version-8 clustering is a `clustering` instant that completes as a replacecommit.
+        for instant in timeline.completed(Action.REPLACE_COMMIT, Action.CLUSTERING):
+            if as_of is not None and instant.timestamp > as_of:
+                continue
+            raw = self._parsed(instant, timeline.layout, dict)
+            for partition, file_ids in (raw.get("partitionToReplaceFileIds") or {}).items():
+                out.update((partition, f) for f in file_ids)
+        return frozenset(out)
+
+    def schema(self, timeline: Timeline | None = None, as_of: str | None = None) -> avro.AvroSchema | None:
+        """The table's Avro schema (no meta fields): from the latest commit as of `as_of`, else at creation."""
+        timeline = timeline or self.timeline()
+        for instant in reversed(timeline.completed(Action.DELTA_COMMIT, Action.COMMIT, Action.COMPACTION,
+                                                   Action.REPLACE_COMMIT, Action.CLUSTERING)):
+            if as_of is not None and instant.timestamp > as_of:
+                continue
+            text = self.commit_metadata(instant).schema
+            if text:
+                return avro.without_meta_fields(avro.parse(text))
+        created = self.config.create_schema
+        return avro.without_meta_fields(avro.parse(created)) if created else None

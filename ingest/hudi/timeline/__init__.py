@@ -1,0 +1,3 @@
+"""The timeline (`HoodieActiveTimeline`): instants, their file names per layout version, commit
+metadata, and writer heartbeats.
+"""

@@ -1,0 +1,166 @@
+"""Building the key index from a table's files, and noticing when it must be rebuilt.
+
+The index is complete only if every write since it was built went through ingest. It is (re)built
+from the table's latest file slices when it does not exist yet (a table written by Hudi itself, or
+by ingest before), when its layout changed (index type, shard or bucket count), or when a commit
+not written by ingest appeared since (another writer added keys the index does not know). The
+manifest is written last, so a crash during a build leaves an index that is built again next time.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from ingest.hudi.avro import schema as avro
+from ingest.hudi.keygen.bucket_index import bucket_id_from_file_id
+from ingest.hudi.table.file_system_view import FileSlice
+from ingest.hudi.table.snapshot import ReadContext, read_slice
+from ingest.hudi.table.table import HudiTable
+from ingest.hudi.timeline.instant import Action
+from ingest.hudi.timeline.timeline import Timeline
+from ingest.index import key_state as ks
+from ingest.phases import phase
+from ingest.write.commit import WRITER_KEY
+from ingest.write.options import IndexType, WriteOptions
+
+MANIFEST = f"{ks.INDEX_ROOT}/_manifest.json"
+BOOTSTRAP_PHASE = "bootstrap of the key index"
+
+
+@dataclass(frozen=True)
+class Manifest:
+    layout: dict
+    as_of: str
+
+    def to_bytes(self) -> bytes:
+        return json.dumps({"layout": self.layout, "as_of": self.as_of}, sort_keys=True).encode()
+
+    @classmethod
+    def read(cls, table: HudiTable) -> Manifest | None:
+        try:
+            d = json.loads(table.storage.read(MANIFEST))
+        except FileNotFoundError:
+            return None
+        return cls(d["layout"], d["as_of"])
+
+
+def layout(options: WriteOptions) -> dict:
+    if options.index.type is IndexType.BUCKET:
+        return {"type": "bucket", "shards": "per-bucket", "buckets": options.index.bucket_count, "hash_fields": list(options.hash_fields)}
+    return {"type": "key", "shards": options.index.shards, "global": options.index.global_scope}
+
+
+def foreign_commits(table: HudiTable, timeline: Timeline, after: str) -> list[str]:
+    """Completed writes after `after` that ingest did not make (compactions add no keys)."""
+    out = []
+    for instant in timeline.completed(Action.DELTA_COMMIT, Action.COMMIT, Action.REPLACE_COMMIT):
+        if instant.timestamp <= after:
+            continue
+        meta = table.commit_metadata(instant)
+        if meta.compacted or WRITER_KEY in meta.extra_metadata:
+            continue
+        out.append(instant.timestamp)
+    return out
+
+
+def state_rows(ctx: ReadContext, slice_: FileSlice, ordering_type: pa.DataType | None) -> pa.Table:
+    """Key-state rows for every live record of one file slice."""
+    rows = read_slice(ctx, slice_)
+    n = rows.num_rows
+    if ctx.ordering_field and ctx.ordering_field in rows.column_names and ordering_type is not None:
+        ordering = rows.column(ctx.ordering_field).cast(ordering_type)
+    else:
+        ordering = pa.nulls(n, ordering_type or pa.null())
+    return pa.table({
+        ks.KEY: rows.column(avro.RECORD_KEY),
+        ks.PARTITION: pa.array([slice_.partition_path] * n, pa.string()),
+        ks.FILE_ID: pa.array([slice_.file_id] * n, pa.string()),
+        ks.ORDERING: ordering,
+        ks.DELETED: pa.array(np.zeros(n, dtype=bool)),
+        ks.INSTANT: pa.array([""] * n, pa.string()),
+    })
+
+
+def shard_of_rows(options: WriteOptions, rows: pa.Table) -> list[tuple[str, pa.Table]]:
+    """Split state rows into the index's shards (bucket: per partition and bucket; key: by key hash)."""
+    from ingest.write.tasks import key_shards  # shared routing rule
+
+    if not rows.num_rows:
+        return []
+    if options.index.type is IndexType.BUCKET:
+        names = [f"bucket-{bucket_id_from_file_id(f):08d}" for f in rows.column(ks.FILE_ID).to_pylist()]
+    else:
+        names = [f"{s:04d}" for s in key_shards(rows.column(ks.KEY), options.index.shards).tolist()]
+    labels = pa.array(names, pa.string())
+    out = []
+    for name in sorted(set(names)):
+        out.append((name, rows.filter(pa.compute.equal(labels, name))))
+    return out
+
+
+def rebuild(
+    table: HudiTable,
+    timeline: Timeline,
+    options: WriteOptions,
+    ordering_type: pa.DataType | None,
+    slice_reader: Callable[[ReadContext, Iterable[FileSlice], str], list[tuple[str, pa.Table]]] | None = None,
+) -> Manifest:
+    """Build the index from the table's latest file slices, as of the latest completed write.
+
+    `slice_reader` lets the Spark sink read slices on executors; by default they are read here.
+    """
+    storage = table.storage
+    storage.delete_tree(ks.INDEX_ROOT)
+    latest = timeline.last_completed(Action.DELTA_COMMIT, Action.COMMIT, Action.COMPACTION, Action.REPLACE_COMMIT)
+    if latest is not None:
+        schema = table.schema(timeline)
+        ctx = ReadContext(storage, schema, timeline.completed_write_timestamps(),
+                          table.config.precombine_field, table.config.event_time_ordering)
+        slices = table.view(timeline).latest_file_slices()
+        store = ks.KeyStateStore(storage, ordering_type, options.index.global_scope)
+        with phase(BOOTSTRAP_PHASE, total=len(slices), unit="file slices") as progress:
+            if slice_reader is not None:
+                shards = slice_reader(ctx, slices, latest.timestamp)
+                progress.advance(len(slices))
+            else:
+                parts = []
+                for s in slices:
+                    parts.append(state_rows(ctx, s, ordering_type))
+                    progress.advance()
+                rows = pa.concat_tables(parts) if parts else ks.state_schema(ordering_type).empty_table()
+                shards = shard_of_rows(options, rows)
+        for name, shard_rows in shards:
+            stamped = shard_rows.set_column(shard_rows.schema.get_field_index(ks.INSTANT), ks.INSTANT,
+                                            pa.array([latest.timestamp] * shard_rows.num_rows, pa.string()))
+            # A base segment at the latest completed instant: visible at once.
+            store.write_base(name, stamped, latest.timestamp)
+    manifest = Manifest(layout(options), latest.timestamp if latest else "0")
+    storage.write(MANIFEST, manifest.to_bytes())
+    return manifest
+
+
+def ensure(
+    table: HudiTable,
+    timeline: Timeline,
+    options: WriteOptions,
+    ordering_type: pa.DataType | None,
+    slice_reader=None,
+) -> bool:
+    """Make the index complete for `timeline`; True when it had to be (re)built."""
+    manifest = Manifest.read(table)
+    if manifest is not None and manifest.layout == layout(options):
+        foreign = foreign_commits(table, timeline, manifest.as_of)
+        if not foreign:
+            return False
+    rebuild(table, timeline, options, ordering_type, slice_reader)
+    return True
+
+
+def advance(table: HudiTable, options: WriteOptions, as_of: str) -> None:
+    """Record that the index covers every commit up to `as_of` (so later checks start there)."""
+    table.storage.write(MANIFEST, Manifest(layout(options), as_of).to_bytes())
