@@ -39,6 +39,7 @@ from ingest.hudi.log.data_block import DATA_BLOCK_VERSION, data_block_header
 from ingest.hudi.log.delete_block import NO_ORDERING_VALUE, DeleteRecord, delete_block
 from ingest.hudi.log.log_block import BlockType, block_parts, encode_log_block
 from ingest.hudi.log.log_reader import corrupt_block_instant, ends_in_whole_block, iter_log_blocks
+from ingest.hudi.merge.merge_order import merge_order
 from ingest.hudi.merge.precombine import KEY, PARTITION
 from ingest.hudi.parquet.base_file import (
     BaseFileOptions,
@@ -131,9 +132,7 @@ def with_meta_columns(upserts: pa.Table, instant: str, partition_id: int, file_n
         counter = np.arange(1, n + 1, dtype=np.int64)
     else:
         counter = np.arange(n, dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-    seq = pc.binary_join_element_wise(
-        pa.scalar(f"{instant}_{partition_id}_"), pa.array(counter).cast(pa.string()), "",
-    ) if n else pa.array([], pa.string())
+    seq = seqnos(instant, partition_id, counter)
     names = pa.DictionaryArray.from_arrays(
         pa.array(np.repeat(np.arange(len(sizes), dtype=np.int32), sizes)), pa.array(list(file_names), pa.string()),
     ).cast(pa.string()) if n else pa.array([], pa.string())
@@ -149,6 +148,14 @@ def with_meta_columns(upserts: pa.Table, instant: str, partition_id: int, file_n
     for name in reversed(avro.META_FIELDS):
         out = out.add_column(0, name, meta[name])
     return out
+
+
+def seqnos(instant: str, partition_id: int, numbers: np.ndarray) -> pa.Array:
+    """`HoodieRecord.generateSequenceId`: `<instant>_<task partition>_<n>` for each `n`."""
+    if not len(numbers):
+        return pa.array([], pa.string())
+    return pc.binary_join_element_wise(pa.scalar(f"{instant}_{partition_id}_"),
+                                       pa.array(numbers).cast(pa.string()), "")
 
 
 def _writer_columns(rows: pa.Table, writer_schema: avro.AvroSchema) -> pa.Table:
@@ -291,33 +298,36 @@ def _merges(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Table) -> bo
 
 def _merge_base_file(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Table, deletes: pa.Table,
                      task: TaskIdentity, started: float) -> WriteStat:
-    """Hudi's `HoodieMergeHandle`: the slice's base file rewritten as this instant's, same file id.
+    """Hudi's `HoodieMergeHandle`: the slice's base file rewritten as this instant's, same file id,
+    its records in the handle's order (`merge_order`).
 
-    Records not touched keep their meta fields but `_hoodie_file_name` (`writeToFile` with
-    metadata preserved); updated and new records get this instant's; deleted keys are left out.
+    Records not touched keep their meta fields but `_hoodie_file_name` (`writeToFile` with metadata
+    preserved); updated and new records get this instant's, their `_hoodie_commit_seqno` numbering
+    their place in the file (`HoodieAvroParquetWriter.writeAvroWithMetadata` numbers by the writer's
+    record count, copied records included); deleted keys are left out.
     """
     name = BaseFileName(target.file_id, task.write_token, ctx.instant).name
     path = target.path(name)
     schema = avro.avro_to_arrow(ctx.writer_schema)
     old = read_base_file(ctx.storage, target.path(target.base_file), schema=schema)
-    replaced = pa.concat_arrays([upserts.column(KEY).combine_chunks().cast(pa.string()),
-                                 deletes.column(KEY).combine_chunks().cast(pa.string())])
-    old_keys = old.column(avro.RECORD_KEY)
-    gone = pc.is_in(old_keys, value_set=replaced)
-    kept = old.filter(pc.invert(gone))
-    kept = kept.set_column(kept.schema.get_field_index(avro.FILE_NAME), avro.FILE_NAME,
-                           pa.array([name] * kept.num_rows, pa.string()))
+    new_keys = upserts.column(KEY).combine_chunks().cast(pa.string())
+    order, inserted = merge_order(old.column(avro.RECORD_KEY).combine_chunks(), new_keys,
+                                  deletes.column(KEY).combine_chunks().cast(pa.string()))
     new = with_meta_columns(upserts, ctx.instant, task.partition_id, [name], [upserts.num_rows],
                             log_records=False)
     new = pa.Table.from_arrays([new.column(f.name).cast(f.type) if f.name in new.column_names
                                 else pa.nulls(new.num_rows, f.type) for f in schema], schema=schema)
-    rows = pa.concat_tables([kept, new]).sort_by(avro.RECORD_KEY)
-    deleted = int(pc.sum(pc.is_in(old_keys, value_set=deletes.column(KEY).combine_chunks().cast(pa.string()))
-                         .cast(pa.int64())).as_py() or 0)
+    rows = pa.concat_tables([old, new]).take(pa.array(order))
+    written = order >= old.num_rows
+    numbered = pc.replace_with_mask(rows.column(avro.COMMIT_SEQNO).combine_chunks(), pa.array(written),
+                                    seqnos(ctx.instant, task.partition_id, np.flatnonzero(written)))
+    rows = rows.set_column(rows.schema.get_field_index(avro.COMMIT_SEQNO), avro.COMMIT_SEQNO, numbered)
+    rows = rows.set_column(rows.schema.get_field_index(avro.FILE_NAME), avro.FILE_NAME, pa.DictionaryArray.from_arrays(
+        pa.array(np.zeros(rows.num_rows, np.int32)), pa.array([name])).cast(pa.string()))
+    deleted = old.num_rows - (len(order) - inserted)
     filt = None
     if not deleted:  # every old key stays: the old filter holds them, only the added keys need hashing
-        keys = new.column(avro.RECORD_KEY).combine_chunks()
-        added = keys.filter(pc.invert(pc.is_in(keys, value_set=old_keys.combine_chunks())))
+        added = new_keys.take(pa.array(order[len(order) - inserted:] - old.num_rows))
         filt = merged_bloom_filter(read_footer(ctx.storage, target.path(target.base_file)),
                                    ctx.base_file_options, added)
     data, _ = encode_base_file(rows, ctx.writer_schema, ctx.base_file_options, path=path, bloom_filter=filt)
