@@ -160,10 +160,17 @@ def slot_keys(session, tasks_count: int) -> tuple[int, ...]:
 def with_group_slots(table: pa.Table, task_of: dict[tuple[str, str], int], keys: Sequence[int]) -> pa.Table:
     """`table` with the slot of the task that writes each row's file group (`tasks.balanced`); rows of
     no file group (segment names) go to the first task."""
-    partitions = table.column(pcb.PARTITION).to_pylist()
-    file_ids = table.column(tasks.FILE_ID).to_pylist()
-    slots = [keys[task_of.get((p, f), 0)] for p, f in zip(partitions, file_ids, strict=True)]
-    return table.append_column(SLOT, pa.array(slots, pa.int32()))
+    if not table.num_rows:
+        return table.append_column(SLOT, pa.array([], pa.int32()))
+    partitions = table.column(pcb.PARTITION).combine_chunks().dictionary_encode(null_encoding="encode")
+    file_ids = table.column(tasks.FILE_ID).combine_chunks().dictionary_encode(null_encoding="encode")
+    width = len(file_ids.dictionary)
+    codes = (partitions.indices.to_numpy(zero_copy_only=False).astype(np.int64) * width
+             + file_ids.indices.to_numpy(zero_copy_only=False))
+    places, at = np.unique(codes, return_inverse=True)
+    names, groups = partitions.dictionary.to_pylist(), file_ids.dictionary.to_pylist()
+    slots = np.array([keys[task_of.get((names[c // width], groups[c % width]), 0)] for c in places.tolist()], np.int32)
+    return table.append_column(SLOT, pa.array(slots[at.reshape(-1)], pa.int32()))
 
 
 def _key_columns(spec: KeyGeneratorSpec) -> list[str]:

@@ -393,16 +393,20 @@ def assign(tagged: pa.Table, buckets: Mapping[str, tuple[tuple[str, int], ...]])
     new_mask = pc.and_(pc.equal(tagged.column(KIND), UPSERT), pc.is_null(tagged.column(FILE_ID)))
     if not tagged.num_rows or not pc.any(new_mask).as_py():
         return tagged
-    file_ids = tagged.column(FILE_ID).to_pylist()
-    partitions = tagged.column(pcb.PARTITION).to_pylist()
-    hashes = java_string_hashes(tagged.column(pcb.KEY).combine_chunks()).astype(np.int64) & 0x7FFFFFFF
-    is_new = np.asarray(new_mask.to_numpy(zero_copy_only=False), dtype=bool)
-    cumulative = {p: (np.cumsum([c for _, c in b]), [f for f, _ in b]) for p, b in buckets.items()}
-    for i in np.flatnonzero(is_new):
-        cum, ids = cumulative[partitions[i]]
-        slot = hashes[i] % cum[-1]
-        file_ids[i] = ids[int(np.searchsorted(cum, slot, side="right"))]
-    return tagged.set_column(tagged.schema.get_field_index(FILE_ID), FILE_ID, pa.array(file_ids, pa.string()))
+    new_mask = new_mask.combine_chunks() if isinstance(new_mask, pa.ChunkedArray) else new_mask
+    rows = np.flatnonzero(np.asarray(new_mask.to_numpy(zero_copy_only=False), dtype=bool))
+    keys = tagged.column(pcb.KEY).take(pa.array(rows)).combine_chunks()
+    hashes = java_string_hashes(keys).astype(np.int64) & 0x7FFFFFFF
+    partitions = tagged.column(pcb.PARTITION).take(pa.array(rows)).combine_chunks().dictionary_encode()
+    codes = partitions.indices.to_numpy(zero_copy_only=False)
+    chosen = np.empty(len(rows), dtype=object)
+    for code, partition in enumerate(partitions.dictionary.to_pylist()):
+        here = codes == code
+        cumulative = np.cumsum([c for _, c in buckets[partition]])
+        ids = np.array([f for f, _ in buckets[partition]], dtype=object)
+        chosen[here] = ids[np.searchsorted(cumulative, hashes[here] % cumulative[-1], side="right")]
+    file_ids = pc.replace_with_mask(tagged.column(FILE_ID).combine_chunks(), new_mask, pa.array(chosen, pa.string()))
+    return tagged.set_column(tagged.schema.get_field_index(FILE_ID), FILE_ID, file_ids)
 
 
 def write_groups(plan: WritePlan, tagged: pa.Table, task: TaskIdentity) -> TaskResult:
@@ -466,14 +470,31 @@ def group_rows(plan: WritePlan, tagged: pa.Table) -> list[tuple[str, str, int, i
         store = plan.key_state()
         file_ids = pa.array(sorted({f for _, f in rows}), pa.string())
         for shard in pc.unique(tagged.column(SHARD)).to_pylist():
-            state = store.load(shard_name(plan, shard), plan.is_visible).table
-            live = state.filter(pc.and_(pc.invert(state.column(ks.DELETED)),
-                                        pc.is_in(state.column(ks.FILE_ID).cast(pa.string()), file_ids)))
-            places = pa.table({c: live.column(c).cast(pa.string()) for c in (ks.PARTITION, ks.FILE_ID)})
-            for r in places.group_by([ks.PARTITION, ks.FILE_ID]).aggregate([([], "count_all")]).to_pylist():
-                place = (r[ks.PARTITION], r[ks.FILE_ID])
-                held[place] = held.get(place, 0) + r["count_all"]
+            for place, n in _live_keys_per_group(store.load(shard_name(plan, shard), plan.is_visible).table, file_ids):
+                held[place] = held.get(place, 0) + n
     return [(p, f, n, held.get((p, f), 0)) for (p, f), n in rows.items()]
+
+
+def _live_keys_per_group(state: pa.Table, file_ids: pa.Array) -> Iterable[tuple[tuple[str, str], int]]:
+    """Live keys of a shard's state per (partition, file id) among `file_ids`, counted on the
+    dictionary codes the state holds rather than on its strings."""
+    for batch in state.select([ks.PARTITION, ks.FILE_ID, ks.DELETED]).to_batches():
+        partitions, groups = batch.column(0), batch.column(1)
+        if not isinstance(partitions, pa.DictionaryArray):
+            partitions = partitions.dictionary_encode()
+        if not isinstance(groups, pa.DictionaryArray):
+            groups = groups.dictionary_encode()
+        wanted = np.asarray(pc.is_in(groups.dictionary, value_set=file_ids).to_numpy(zero_copy_only=False), dtype=bool)
+        group_codes = groups.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        live = wanted[group_codes] & ~np.asarray(batch.column(2).to_numpy(zero_copy_only=False), dtype=bool)
+        if not live.any():
+            continue
+        width = len(groups.dictionary)
+        codes = partitions.indices.to_numpy(zero_copy_only=False).astype(np.int64)[live] * width + group_codes[live]
+        places, counts = np.unique(codes, return_counts=True)
+        partition_names, group_names = partitions.dictionary.to_pylist(), groups.dictionary.to_pylist()
+        for code, n in zip(places.tolist(), counts.tolist(), strict=True):
+            yield (partition_names[code // width], group_names[code % width]), n
 
 
 def balanced(plan: WritePlan, groups: Iterable[Sequence], buckets: Mapping[str, tuple[tuple[str, int], ...]],
