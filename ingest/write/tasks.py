@@ -211,7 +211,9 @@ def bucket_task(plan: WritePlan, records: pa.Table, task: TaskIdentity) -> TaskR
     results = []
     writes = []
     pending_state = []
-    records = conform(plan, records)
+    # One chunk: each file group's `_widen` takes from these columns, and a take from a chunked
+    # column costs several times one from a contiguous one (Spark hands a task ~10,000-row batches).
+    records = conform(plan, records).combine_chunks()
     for (bucket,), group in _groups(_narrow(records, plan.ordering_field), [BUCKET]):
         group = _drop_internal(group, BUCKET)
         state = store.load(shard_name(plan, bucket), plan.is_visible)
