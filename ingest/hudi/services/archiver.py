@@ -287,7 +287,7 @@ def _write_archive_file(storage: Storage, entries: list[dict], batch: int) -> st
 
 def archive(table: HudiTable, settings: ServiceSettings, *, fence: Callable[[], None] | None = None) -> ArchiveResult:
     """Archive what `instants_to_archive` picks; run it holding the writer lease (`fence` its check)."""
-    check_writable(table)
+    check_writable(table, "archival")
     storage = table.storage
     timeline = table.timeline()
     instants = instants_to_archive(table, timeline, settings)
