@@ -16,6 +16,16 @@ Three steps, as Hudi 0.14/0.15 takes them (`ScheduleCompactionActionExecutor`, `
 * complete: `<t>.commit`, JSON commit metadata with `compacted: true`, operation COMPACT and the
   write stats the compactor fills in.
 
+At table versions 8 and 9 (Hudi 1.x) the same steps, in the layout-2 timeline: the plan in 1.x's schema
+(`missingSchedulePartitions`), `<t>.compaction.inflight` empty, and the completed compaction a
+`<t>_<completion>.commit` holding Avro commit metadata (`ActiveTimelineV2`, `CommitMetadataSerDeV2`).
+Slices are cut by completion time (`HoodieFileGroup.getBaseInstantTime`): a log joins the slice of the
+latest base instant at or before its deltacommit's completion, so logs completed after `<t>` belong to
+the compacted slice once it completes, and readers merge them with the planned slice until then.
+The plan holds only logs whose deltacommits completed before `<t>`
+(`BaseHoodieCompactionPlanGenerator.generateCompactionPlan`, `CompletionTimeQueryView.isCompletedBefore`):
+no write is pending when ingest schedules, and `<t>` comes after every completion time.
+
 Scheduling must not race a writer: a plan names the log files of a slice, and a write planned before
 the compaction was requested would still append to them. So scheduling happens only when no write is
 pending, under the writer's lease (the caller passes its fence), as Hudi schedules under its lock.
@@ -46,6 +56,7 @@ from ingest.faults import crash_point
 from ingest.hudi.avro import avro_models
 from ingest.hudi.avro import schema as avro
 from ingest.hudi.config.service_settings import CompactionSettings, CompactionStrategy, TriggerStrategy
+from ingest.hudi.config.table_version import V6, TableVersion
 from ingest.hudi.log.data_block import avro_record_count
 from ingest.hudi.log.log_block import BlockType
 from ingest.hudi.log.log_reader import decode_block, iter_log_blocks
@@ -59,6 +70,7 @@ from ingest.hudi.table.table import HudiTable
 from ingest.hudi.timeline.commit_metadata import NULL_COMMIT, CommitMetadata, RuntimeStats, WriteStat
 from ingest.hudi.timeline.instant import Action, Instant, State, parse_instant
 from ingest.hudi.timeline.timeline import AUX_FOLDER, Timeline, complete, read_instant, request, start
+from ingest.hudi.timeline.timeline_layout import LAYOUT_1, TimelineLayout
 from ingest.liveness import ProcessIdentity
 from ingest.storage import Storage
 
@@ -78,18 +90,18 @@ _MB = 1024 * 1024
 _PENDING_WRITES = (Action.DELTA_COMMIT, Action.COMMIT, Action.REPLACE_COMMIT, Action.CLUSTERING)
 
 
-def check_writable(table: HudiTable) -> None:
+def check_writable(table: HudiTable, service: str = "compaction") -> None:
     """Table services write what writers write (Merge-On-Read), and only at the versions whose plans and
-    metadata ingest writes (`TableVersion.services`: 6; not yet 8 and 9, whose plans, LSM history and
-    completion-time slicing they would need): a table opened for reading may be one they must not touch."""
+    metadata ingest writes for them (`TableVersion.runs`: compaction and cleaning at 6, 8 and 9, archival
+    at 6): a table opened for reading may be one they must not touch."""
     table.config.check_supported(table.base_url, write=True)
-    if not table.version.services:
-        raise UnsupportedTable(services_refusal(table))
+    if not table.version.runs(service):
+        raise UnsupportedTable(services_refusal(table, service))
 
 
-def services_refusal(table: HudiTable) -> str:
-    return (f"{table.base_url}: table version {table.version.number}: ingest does not run compaction, cleaning "
-            "or archival at this version (only at version 6); run them with Hudi")
+def services_refusal(table: HudiTable, service: str) -> str:
+    return (f"{table.base_url}: table version {table.version.number}: ingest does not run {service} at this "
+            "version; run it with Hudi")
 
 
 # -- the plan -------------------------------------------------------------------------------------
@@ -163,15 +175,21 @@ class CompactionPlan:
     operations: tuple[CompactionOperation, ...]
     extra_metadata: Mapping[str, str] | None = None
     version: int = PLAN_VERSION
+    missing_partitions: tuple[str, ...] | None = None  # 1.x: partitions the strategy left work in
 
-    def to_bytes(self) -> bytes:
-        return avro_models.serialize(avro_models.COMPACTION_PLAN, {
+    def to_bytes(self, table_version: TableVersion = V6) -> bytes:
+        """The plan file: at 8 and 9 in 1.x's schema, with `missingSchedulePartitions`."""
+        record = {
             "operations": [op.to_avro() for op in self.operations],
             "extraMetadata": dict(self.extra_metadata) if self.extra_metadata is not None else None,
             "version": self.version,
             "strategy": None,
             "preserveHoodieMetadata": False,
-        })
+        }
+        if not table_version.plans_of_1x:
+            return avro_models.serialize(avro_models.COMPACTION_PLAN, record)
+        missing = list(self.missing_partitions) if self.missing_partitions is not None else None
+        return avro_models.serialize(avro_models.COMPACTION_PLAN_1X, {**record, "missingSchedulePartitions": missing})
 
     @classmethod
     def from_bytes(cls, data: bytes) -> CompactionPlan:
@@ -180,6 +198,7 @@ class CompactionPlan:
             operations=tuple(CompactionOperation.from_avro(op) for op in d.get("operations") or ()),
             extra_metadata=d.get("extraMetadata"),
             version=int(d.get("version") or 1),
+            missing_partitions=tuple(missing) if (missing := d.get("missingSchedulePartitions")) is not None else None,
         )
 
     @property
@@ -187,13 +206,14 @@ class CompactionPlan:
         return frozenset((op.partition_path, op.file_id) for op in self.operations)
 
 
-def read_plan(storage: Storage, timestamp: str) -> CompactionPlan:
-    return CompactionPlan.from_bytes(read_instant(storage, Instant(timestamp, Action.COMPACTION, State.REQUESTED)))
+def read_plan(storage: Storage, timestamp: str, layout: TimelineLayout = LAYOUT_1) -> CompactionPlan:
+    requested = Instant(timestamp, Action.COMPACTION, State.REQUESTED)
+    return CompactionPlan.from_bytes(read_instant(storage, requested, layout))
 
 
 def pending_plans(storage: Storage, timeline: Timeline) -> dict[str, CompactionPlan]:
     """Plans of the compactions requested or inflight on `timeline`, by instant."""
-    return {i.timestamp: read_plan(storage, i.timestamp) for i in timeline.pending(Action.COMPACTION)}
+    return {i.timestamp: read_plan(storage, i.timestamp, timeline.layout) for i in timeline.pending(Action.COMPACTION)}
 
 
 # -- when to schedule -------------------------------------------------------------------------------
@@ -310,7 +330,13 @@ def generate_plan(table: HudiTable, timeline: Timeline, settings: CompactionSett
             delta_files=tuple(lf.name.name for lf in slice_.log_files),
             metrics=capture_metrics(slice_, settings),
         ))
-    return CompactionPlan(tuple(order_and_filter(candidates, settings)))
+    chosen = order_and_filter(candidates, settings)
+    if not table.version.plans_of_1x:
+        return CompactionPlan(tuple(chosen))
+    # 1.x (`HoodieCompactionPlanGenerator`, `CompactionStrategy.orderAndFilter`): an empty extra metadata
+    # map, and the partitions of the slices the strategy left out, for incremental table services.
+    left_out = dict.fromkeys(op.partition_path for op in candidates if op not in chosen)
+    return CompactionPlan(tuple(chosen), extra_metadata={}, missing_partitions=tuple(left_out))
 
 
 def schedule(
@@ -340,7 +366,7 @@ def schedule(
         return None
     if fence is not None:
         fence()
-    request(table.storage, instant_time, Action.COMPACTION, plan.to_bytes())
+    request(table.storage, instant_time, Action.COMPACTION, plan.to_bytes(table.version), table.layout)
     log.info("scheduled compaction %s of %d file groups", instant_time, len(plan.operations))
     return instant_time
 
@@ -626,9 +652,9 @@ def start_execution(table: HudiTable, instant_time: str, base_file_options: Base
         if instant is None or instant.is_completed:
             heartbeat.release()
             return None
-        plan = read_plan(storage, instant_time)
+        plan = read_plan(storage, instant_time, timeline.layout)
         if instant.state is State.REQUESTED:
-            inflight = start(storage, instant)
+            inflight = start(storage, instant, layout=timeline.layout)
         else:
             inflight = instant
             removed = _undo_attempt(storage, instant_time)
@@ -674,7 +700,9 @@ def complete_execution(table: HudiTable, execution: Execution, stats: Sequence[W
         extra_metadata=extra,
         operation_type=OPERATION_TYPE,
     )
-    done = complete(storage, inflight, metadata.to_bytes())
+    # At 8 and 9 the completed file is `<t>_<completion>.commit` holding Avro commit metadata
+    # (`ActiveTimelineV2.transitionCompactionInflightToComplete`, `CommitMetadataSerDeV2`).
+    done = complete(storage, inflight, metadata.encode(table.version), timeline=table.timeline())
     markers.delete_all(storage, inflight.timestamp)
     execution.heartbeat.release()
     log.info("completed compaction %s: %d base files", inflight.timestamp, len(stats))

@@ -169,8 +169,11 @@ class Timeline:
         """An instant time in the table's zone after every instant on this timeline, pending ones included:
         Hudi's writers check that a new write comes after the latest pending compaction
         (`BaseHoodieWriteClient.startCommit`) and a compaction after every write
-        (`ScheduleCompactionActionExecutor`)."""
-        return InstantTimeGenerator.new(after=self.latest_timestamp, zone=self.zone)
+        (`ScheduleCompactionActionExecutor`). In layout 2 also after every completion time: Hudi 1.x takes
+        both from one generator, and a compaction plans only logs completed before its instant
+        (`BaseHoodieCompactionPlanGenerator`, `CompletionTimeQueryView.isCompletedBefore`)."""
+        latest = max((t for i in self.instants for t in (i.timestamp, i.completion_time) if t), default=None)
+        return InstantTimeGenerator.new(after=latest, zone=self.zone)
 
     def files_of(self, timestamp: str) -> list[str]:
         """Every timeline file of one instant time (requested, inflight, completed)."""
