@@ -198,7 +198,7 @@ KEYS: tuple[Key, ...] = (
         "(set it for tables keyed or partitioned by a timestamp).", default=False),
     Key("hudi.hoodie.write.table.version", Type.CHOICE, "Table version of a table ingest creates: 6 (Hudi "
         "0.14/0.15; every Hudi reader since 0.14 reads it), 8 (Hudi 1.0) or 9 (Hudi 1.1/1.2). An existing table is "
-        "written at its own version, never upgraded. Compaction, cleaning and archival run at version 6 only.",
+        "written at its own version, never upgraded. Compaction and cleaning run at every version, archival at 6 only.",
         default="6", choices=WRITABLE_TABLE_VERSIONS),
     Key("hudi.hoodie.write.complex.keygen.new.encoding", Type.BOOLEAN, "COMPLEX key generator with one key "
         "field: keys `field:value` (false, as Hudi 0.14.0, 0.14.2+, 0.15.1+ and 1.x write them) or the bare "
