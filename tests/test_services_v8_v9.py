@@ -193,7 +193,8 @@ def test_hudi_written_tables_are_compacted_and_cleaned(tmp_path, folder, name, k
     completion time, `HoodieFileGroup.getBaseInstantTime`; file groups a clustering replaced left out,
     `AbstractTableFileSystemView.isFileGroupReplaced`), three more deltacommits, a clean
     (`CleanPlanner.getFilesToCleanKeepingLatestCommits`). hudi-rs and our reader return exactly the
-    model's rows after each step; Hudi's own plans stay readable next to ours."""
+    model's rows after each step; Hudi's own plans stay readable next to ours. A merged slice's write stat
+    names the base file it merged (`prevBaseFile`, set by 1.x's `HoodieMergeHandle`)."""
     path = unzip(folder, name, tmp_path)
     w = FixtureWriter(path, key, part, order)
     hudi_compactions = {i.timestamp for i in w.table.timeline().completed(Action.COMPACTION)}
@@ -207,6 +208,12 @@ def test_hudi_written_tables_are_compacted_and_cleaned(tmp_path, folder, name, k
     compacted = {(g.partition_path, g.file_id) for g in w.table.view().file_groups()
                  if g.latest_slice.base_instant == run.scheduled and g.latest_slice.base_file is not None}
     assert log_only <= compacted, "file groups of log files only (the v9 table's new inserts) compacted too"
+    plan = {(op.partition_path, op.file_id): op for op in
+            compaction.read_plan(w.table.storage, run.scheduled, w.table.layout).operations}
+    merged = [s for s in w.table.commit_metadata(w.table.timeline().get(run.scheduled)).all_write_stats()
+              if plan[(s.partition_path, s.file_id)].data_file is not None]
+    assert merged and all(s.prev_base_file == plan[(s.partition_path, s.file_id)].data_file for s in merged), \
+        "HoodieMergeHandle names the base file it merged (prevBaseFile)"
     for _ in range(3):
         w.write_round()
     cleans = services.clean(w.path, RETAIN_2)

@@ -482,6 +482,7 @@ def compact_operation(job: CompactionJob, op: CompactionOperation, write_token: 
         # HoodieMergeHandle records the merged base file's instant; HoodieCreateHandle (a slice of
         # logs only) records none.
         prev_commit=op.base_instant if has_base else NULL_COMMIT,
+        prev_base_file=slice_.base_file.name.name if has_base else None,
         num_writes=rows.num_rows,
         num_deletes=len(gone) - _count(pc.is_in(gone, value_set=live_keys)),
         num_update_writes=updates,

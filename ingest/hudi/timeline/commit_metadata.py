@@ -76,6 +76,8 @@ class WriteStat:
     log_offset: int | None = None
     base_file: str | None = None
     log_files: tuple[str, ...] | None = None
+    # Hudi 1.x's `HoodieMergeHandle` names the base file it merged (Avro metadata only; JSON leaves it out)
+    prev_base_file: str | None = None
 
     @property
     def is_delta(self) -> bool:
@@ -148,6 +150,7 @@ class WriteStat:
             log_offset=d.get("logOffset"),
             base_file=d.get("baseFile"),
             log_files=tuple(log_files) if log_files is not None else None,
+            prev_base_file=d.get("prevBaseFile"),
         )
 
     def with_updates(self, **changes: Any) -> WriteStat:
@@ -197,7 +200,8 @@ class CommitMetadata:
         zeros = {"totalLogReadTimeMs": 0, "numUpdates": 0}
         record = self.to_json()
         record["partitionToWriteStats"] = {
-            p: [{f: s.get(f, zeros.get(f)) for f in fields} for s in stats]
+            p: [{f: s.get(f, zeros.get(f)) for f in fields} | {"prevBaseFile": stat.prev_base_file}
+                for s, stat in zip(stats, self.partition_to_write_stats[p], strict=True)]
             for p, stats in record["partitionToWriteStats"].items()
         }
         record["version"] = None
