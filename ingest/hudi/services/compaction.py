@@ -39,53 +39,50 @@ rollback instant, before executing it again; the files that remain are the same.
 
 from __future__ import annotations
 
-import json
 import logging
-import posixpath
-import threading
 import time
-import uuid
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ingest.errors import ConcurrentWriterError, TimelineError, UnsupportedTable
+from ingest.errors import TimelineError, UnsupportedTable
 from ingest.faults import crash_point
-from ingest.hudi.avro import avro_models
 from ingest.hudi.avro import schema as avro
 from ingest.hudi.config.service_settings import CompactionSettings, CompactionStrategy, TriggerStrategy
-from ingest.hudi.config.table_version import V6, TableVersion
 from ingest.hudi.log.data_block import avro_record_count
 from ingest.hudi.log.log_block import BlockType
 from ingest.hudi.log.log_reader import decode_block, iter_log_blocks
 from ingest.hudi.parquet.base_file import BaseFileOptions, encode_base_file, read_base_file
 from ingest.hudi.services import rollback
+from ingest.hudi.services.compaction_heartbeat import HEARTBEAT_FOLDER as HEARTBEAT_FOLDER
+from ingest.hudi.services.compaction_heartbeat import ExecutionHeartbeat
+from ingest.hudi.services.compaction_plan import PLAN_VERSION as PLAN_VERSION
+from ingest.hudi.services.compaction_plan import (
+    TOTAL_IO_MB,
+    TOTAL_IO_READ_MB,
+    TOTAL_IO_WRITE_MB,
+    TOTAL_LOG_FILES,
+    TOTAL_LOG_FILES_SIZE,
+    CompactionOperation,
+    CompactionPlan,
+    pending_plans,
+    read_plan,
+)
 from ingest.hudi.table import markers
-from ingest.hudi.table.file_names import BaseFileName, LogFileName, make_write_token
-from ingest.hudi.table.file_system_view import BaseFile, FileSlice, LogFile, list_partitions
+from ingest.hudi.table.file_names import BaseFileName, make_write_token
+from ingest.hudi.table.file_system_view import FileSlice, list_partitions
 from ingest.hudi.table.snapshot import ReadContext, read_slice
 from ingest.hudi.table.table import HudiTable
 from ingest.hudi.timeline.commit_metadata import NULL_COMMIT, CommitMetadata, RuntimeStats, WriteStat
 from ingest.hudi.timeline.instant import Action, Instant, State, parse_instant
-from ingest.hudi.timeline.timeline import AUX_FOLDER, Timeline, complete, read_instant, request, start
-from ingest.hudi.timeline.timeline_layout import LAYOUT_1, TimelineLayout
-from ingest.liveness import ProcessIdentity
+from ingest.hudi.timeline.timeline import Timeline, complete, request, start
 from ingest.storage import Storage
 
 log = logging.getLogger(__name__)
 
-PLAN_VERSION = 2  # CompactionUtils.LATEST_COMPACTION_METADATA_VERSION: file names, not paths
 OPERATION_TYPE = "COMPACT"
-
-# CompactionStrategy.captureMetrics keys.
-TOTAL_IO_READ_MB = "TOTAL_IO_READ_MB"
-TOTAL_IO_WRITE_MB = "TOTAL_IO_WRITE_MB"
-TOTAL_IO_MB = "TOTAL_IO_MB"
-TOTAL_LOG_FILES_SIZE = "TOTAL_LOG_FILES_SIZE"
-TOTAL_LOG_FILES = "TOTAL_LOG_FILES"
-
 _MB = 1024 * 1024
 _PENDING_WRITES = (Action.DELTA_COMMIT, Action.COMMIT, Action.REPLACE_COMMIT, Action.CLUSTERING)
 
@@ -103,117 +100,6 @@ def services_refusal(table: HudiTable, service: str) -> str:
     return (f"{table.base_url}: table version {table.version.number}: ingest does not run {service} at this "
             "version; run it with Hudi")
 
-
-# -- the plan -------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CompactionOperation:
-    """One file slice to compact: `HoodieCompactionOperation`."""
-
-    partition_path: str
-    file_id: str
-    base_instant: str
-    data_file: str | None                 # base file name, None for a slice of logs only
-    delta_files: tuple[str, ...]          # log file names, in Hudi's log file order
-    metrics: Mapping[str, float] = field(default_factory=dict)
-
-    def path_of(self, name: str) -> str:
-        return posixpath.join(self.partition_path, name) if self.partition_path else name
-
-    def file_slice(self) -> FileSlice:
-        """The planned slice (sizes are not needed to read it)."""
-        base = None
-        if self.data_file is not None:
-            parsed = BaseFileName.parse(self.data_file)
-            if parsed is None:
-                raise TimelineError(f"compaction plan names {self.data_file!r}, which is no base file name")
-            base = BaseFile(self.partition_path, parsed, 0)
-        logs = []
-        for name in self.delta_files:
-            parsed_log = LogFileName.parse(name)
-            if parsed_log is None:
-                raise TimelineError(f"compaction plan names {name!r}, which is no log file name")
-            logs.append(LogFile(self.partition_path, parsed_log, 0))
-        return FileSlice(self.partition_path, self.file_id, self.base_instant, base,
-                         tuple(sorted(logs, key=lambda lf: lf.name)))
-
-    @property
-    def log_size(self) -> int:
-        return int(self.metrics.get(TOTAL_LOG_FILES_SIZE, 0))
-
-    @property
-    def io_mb(self) -> float:
-        return float(self.metrics.get(TOTAL_IO_MB, 0.0))
-
-    def to_avro(self) -> dict:
-        return {
-            "baseInstantTime": self.base_instant,
-            "deltaFilePaths": list(self.delta_files),
-            "dataFilePath": self.data_file,
-            "fileId": self.file_id,
-            "partitionPath": self.partition_path,
-            "metrics": dict(self.metrics),
-            "bootstrapFilePath": None,
-        }
-
-    @classmethod
-    def from_avro(cls, d: Mapping) -> CompactionOperation:
-        # Version 1 plans (Hudi before 0.5.1) carried full paths: keep the names.
-        return cls(
-            partition_path=d.get("partitionPath") or "",
-            file_id=d["fileId"],
-            base_instant=d.get("baseInstantTime") or "",
-            data_file=posixpath.basename(d["dataFilePath"]) if d.get("dataFilePath") else None,
-            delta_files=tuple(posixpath.basename(p) for p in d.get("deltaFilePaths") or ()),
-            metrics=dict(d.get("metrics") or {}),
-        )
-
-
-@dataclass(frozen=True)
-class CompactionPlan:
-    operations: tuple[CompactionOperation, ...]
-    extra_metadata: Mapping[str, str] | None = None
-    version: int = PLAN_VERSION
-    missing_partitions: tuple[str, ...] | None = None  # 1.x: partitions the strategy left work in
-
-    def to_bytes(self, table_version: TableVersion = V6) -> bytes:
-        """The plan file: at 8 and 9 in 1.x's schema, with `missingSchedulePartitions`."""
-        record = {
-            "operations": [op.to_avro() for op in self.operations],
-            "extraMetadata": dict(self.extra_metadata) if self.extra_metadata is not None else None,
-            "version": self.version,
-            "strategy": None,
-            "preserveHoodieMetadata": False,
-        }
-        if not table_version.plans_of_1x:
-            return avro_models.serialize(avro_models.COMPACTION_PLAN, record)
-        missing = list(self.missing_partitions) if self.missing_partitions is not None else None
-        return avro_models.serialize(avro_models.COMPACTION_PLAN_1X, {**record, "missingSchedulePartitions": missing})
-
-    @classmethod
-    def from_bytes(cls, data: bytes) -> CompactionPlan:
-        d = avro_models.deserialize(data)
-        return cls(
-            operations=tuple(CompactionOperation.from_avro(op) for op in d.get("operations") or ()),
-            extra_metadata=d.get("extraMetadata"),
-            version=int(d.get("version") or 1),
-            missing_partitions=tuple(missing) if (missing := d.get("missingSchedulePartitions")) is not None else None,
-        )
-
-    @property
-    def file_groups(self) -> frozenset[tuple[str, str]]:
-        return frozenset((op.partition_path, op.file_id) for op in self.operations)
-
-
-def read_plan(storage: Storage, timestamp: str, layout: TimelineLayout = LAYOUT_1) -> CompactionPlan:
-    requested = Instant(timestamp, Action.COMPACTION, State.REQUESTED)
-    return CompactionPlan.from_bytes(read_instant(storage, requested, layout))
-
-
-def pending_plans(storage: Storage, timeline: Timeline) -> dict[str, CompactionPlan]:
-    """Plans of the compactions requested or inflight on `timeline`, by instant."""
-    return {i.timestamp: read_plan(storage, i.timestamp, timeline.layout) for i in timeline.pending(Action.COMPACTION)}
 
 
 # -- when to schedule -------------------------------------------------------------------------------
@@ -537,91 +423,6 @@ def job_for(table: HudiTable, timeline: Timeline, instant_time: str,
     return CompactionJob(instant_time, read, base_file_options or BaseFileOptions())
 
 
-HEARTBEAT_FOLDER = f"{AUX_FOLDER}/ingest/compaction"
-
-
-class ExecutionHeartbeat:
-    """Which process executes a compaction: a file it refreshes while it runs.
-
-    An inflight compaction is either being executed or was left by a crash, and only liveness tells
-    them apart (Hudi 1.x keeps heartbeats for the same reason). The first executor creates the file
-    (put-if-absent); another one keeps away while the heartbeat is fresh, and takes over once it is
-    stale, or at once when the holder's process is certainly gone (`ingest.liveness`: a pid from
-    another container or a reaped-late zombie is not taken for a live one, nor the reverse). An
-    executor that finds its heartbeat taken over stops before committing.
-    """
-
-    def __init__(self, storage: Storage, instant: str, expiry_seconds: float = 60.0):
-        self.storage = storage
-        self.instant = instant
-        self.expiry = expiry_seconds
-        self.path = f"{HEARTBEAT_FOLDER}/{instant}.heartbeat"
-        self.owner = str(uuid.uuid4())
-        self.lost = False
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def _record(self) -> bytes:
-        return json.dumps({"owner": self.owner, **ProcessIdentity.current().to_dict(),
-                           "heartbeat_at": time.time(), "expiry": self.expiry}).encode()
-
-    def _current(self) -> dict | None:
-        try:
-            return json.loads(self.storage.read(self.path))
-        except FileNotFoundError:
-            return None
-
-    @staticmethod
-    def _alive(record: dict) -> bool:
-        if time.time() - float(record["heartbeat_at"]) >= float(record["expiry"]):
-            return False
-        return not ProcessIdentity.from_dict(record).certainly_dead()
-
-    def claim(self) -> None:
-        if not self.storage.create(self.path, self._record()):
-            holder = self._current()
-            if holder is not None and holder["owner"] != self.owner and self._alive(holder):
-                age = time.time() - float(holder["heartbeat_at"])
-                left = float(holder["expiry"]) - age
-                raise ConcurrentWriterError(
-                    f"{self.storage.base_url}: compaction {self.instant} is being executed by "
-                    f"{ProcessIdentity.from_dict(holder).describe()} (heartbeat {age:.0f}s ago); if that "
-                    f"process has stopped, its heartbeat expires in {left:.0f}s and the compaction can be "
-                    "executed again then"
-                )
-            self.storage.write(self.path, self._record())
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._beat, name=f"ingest-compaction-{self.instant}", daemon=True)
-        self._thread.start()
-
-    def _beat(self) -> None:
-        while not self._stop.wait(max(self.expiry / 4, 0.05)):
-            current = self._current()
-            if current is not None and current["owner"] != self.owner:
-                self.lost = True
-                return
-            try:
-                self.storage.write(self.path, self._record())
-            except OSError:
-                pass  # the next beat retries; the expiry covers a storage hiccup
-
-    def check(self) -> None:
-        current = self._current()
-        if self.lost or (current is not None and current["owner"] != self.owner):
-            raise ConcurrentWriterError(
-                f"{self.storage.base_url}: another executor took compaction {self.instant} over; not committing"
-            )
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def release(self) -> None:
-        self.stop()
-        current = self._current()
-        if current is not None and current["owner"] == self.owner:
-            self.storage.delete(self.path)
 
 
 @dataclass(frozen=True)
