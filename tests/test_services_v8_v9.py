@@ -125,34 +125,42 @@ def test_plans_and_metadata_carry_hudi_1_2_schemas(tmp_path, version):
     order) and defaults of Hudi 1.2's avsc (`hudi_avsc.COMPACTION_PLAN_1_2`, `CLEANER_PLAN_1_2`,
     `CLEAN_METADATA_1_2`), and Apache Avro's own reader (the `avro` package) decodes the file with that
     text as reader schema. The completed compaction's `HoodieCommitMetadata` has the shape Hudi 1.x
-    embedded in the v9 fixture's commits (`CommitMetadataSerDeV2`). Version 6 stays on 0.x's plan."""
+    embedded in the v9 fixture's commits (`CommitMetadataSerDeV2`)."""
     w, compacted, cleaned = lifecycle(tmp_path / "t", version)
-    folder = timeline_dir(w.path)
-    texts = {"HoodieCompactionPlan": COMPACTION_PLAN_1_2, "HoodieCleanerPlan": CLEANER_PLAN_1_2,
+    decoded = service_files(w.path, (compacted, cleaned), _shape(_fixture_commit_schema(tmp_path)))
+    plan = decoded["HoodieCompactionPlan"]
+    assert plan["missingSchedulePartitions"] == [] and plan["extraMetadata"] == {}
+    assert plan["version"] == 2 and plan["operations"]
+    assert decoded["HoodieCleanerPlan"]["policy"] == "KEEP_LATEST_COMMITS"
+    assert decoded["HoodieCleanerPlan"]["filePathsToBeDeletedPerPartition"]
+    assert decoded["HoodieCleanMetadata"]["totalFilesDeleted"] > 0
+    assert decoded["HoodieCleanMetadata"]["earliestCommitToRetain"]
+
+
+_HUDI_1_2 = {"HoodieCompactionPlan": COMPACTION_PLAN_1_2, "HoodieCleanerPlan": CLEANER_PLAN_1_2,
              "HoodieCleanMetadata": CLEAN_METADATA_1_2}
-    commit_shape = _shape(_fixture_commit_schema(tmp_path))
-    seen: dict[str, list[str]] = {}
-    for f in sorted(p for p in folder.iterdir() if p.is_file() and p.name.startswith((compacted, cleaned))):
+
+
+def service_files(path: Path | str, instants: tuple[str, ...], commit_shape) -> dict[str, dict]:
+    """Every non-empty timeline file of `instants`, by record: its embedded writer schema shaped as Hudi
+    1.2's text (or, for commit metadata, as `commit_shape`), and the plans and clean metadata decoded by
+    the `avro` package with that text as reader schema. All four records must be there."""
+    decoded: dict[str, dict] = {}
+    for f in sorted(p for p in timeline_dir(path).iterdir() if p.is_file() and p.name.startswith(instants)):
         data = f.read_bytes()
         if not data:
             continue
-        record = fastavro.reader(io.BytesIO(data)).writer_schema["name"].rsplit(".", 1)[-1]
         writer_schema = fastavro.reader(io.BytesIO(data)).writer_schema
+        record = writer_schema["name"].rsplit(".", 1)[-1]
         if record == "HoodieCommitMetadata":
             assert _shape(writer_schema) == commit_shape, f.name
+            decoded[record] = {}
         else:
-            assert _shape(writer_schema) == _hudi_shape(texts[record]), f.name
-            decoded = decode_strict(data, texts[record])
-            if record == "HoodieCompactionPlan":
-                assert decoded["missingSchedulePartitions"] == [] and decoded["extraMetadata"] == {}
-                assert decoded["version"] == 2 and decoded["operations"]
-            elif record == "HoodieCleanerPlan":
-                assert decoded["policy"] == "KEEP_LATEST_COMMITS" and decoded["filePathsToBeDeletedPerPartition"]
-            else:
-                assert decoded["totalFilesDeleted"] > 0 and decoded["earliestCommitToRetain"]
-        seen.setdefault(record, []).append(f.name)
-    assert sorted(seen) == ["HoodieCleanMetadata", "HoodieCleanerPlan", "HoodieCommitMetadata",
-                            "HoodieCompactionPlan"], seen
+            assert _shape(writer_schema) == _hudi_shape(_HUDI_1_2[record]), f.name
+            decoded[record] = decode_strict(data, _HUDI_1_2[record])
+    assert sorted(decoded) == ["HoodieCleanMetadata", "HoodieCleanerPlan", "HoodieCommitMetadata",
+                               "HoodieCompactionPlan"], sorted(decoded)
+    return decoded
 
 
 def test_a_strategy_that_leaves_slices_records_their_partitions(tmp_path):
@@ -193,7 +201,8 @@ def test_hudi_written_tables_are_compacted_and_cleaned(tmp_path, folder, name, k
     completion time, `HoodieFileGroup.getBaseInstantTime`; file groups a clustering replaced left out,
     `AbstractTableFileSystemView.isFileGroupReplaced`), three more deltacommits, a clean
     (`CleanPlanner.getFilesToCleanKeepingLatestCommits`). hudi-rs and our reader return exactly the
-    model's rows after each step; Hudi's own plans stay readable next to ours. A merged slice's write stat
+    model's rows after each step; our plans and metadata carry Hudi 1.2's schemas (`service_files`),
+    Hudi's own plans stay readable next to ours. A merged slice's write stat
     names the base file it merged (`prevBaseFile`, set by 1.x's `HoodieMergeHandle`)."""
     path = unzip(folder, name, tmp_path)
     w = FixtureWriter(path, key, part, order)
@@ -221,6 +230,7 @@ def test_hudi_written_tables_are_compacted_and_cleaned(tmp_path, folder, name, k
     assert w.ours() == w.expected() and w.hudi_rs() == w.expected()
     timeline = w.table.timeline()
     assert {i.timestamp for i in timeline.completed(Action.COMPACTION)} == hudi_compactions | {run.scheduled}
+    service_files(path, (run.scheduled, cleans[0].instant), _shape(_fixture_commit_schema(tmp_path)))
     # The writer's inserts go to log files at 8/9 for every index (a deviation of the writer, not of the
     # services: Hudi's SIMPLE index cannot find such keys); the key-in-base-file check is left out here.
     counts = hudi_invariants.check(path, bucket_index=True)
