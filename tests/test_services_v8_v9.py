@@ -135,6 +135,9 @@ def test_plans_and_metadata_carry_hudi_1_2_schemas(tmp_path, version):
     assert decoded["HoodieCleanerPlan"]["filePathsToBeDeletedPerPartition"]
     assert decoded["HoodieCleanMetadata"]["totalFilesDeleted"] > 0
     assert decoded["HoodieCleanMetadata"]["earliestCommitToRetain"]
+    # `CleanPlanActionExecutor.prepareExtraMetadata` (no savepoint: an empty map), copied into the metadata
+    # by `CleanerUtils.convertCleanMetadata`.
+    assert decoded["HoodieCleanerPlan"]["extraMetadata"] == {} == decoded["HoodieCleanMetadata"]["extraMetadata"]
 
 
 _HUDI_1_2 = {"HoodieCompactionPlan": COMPACTION_PLAN_1_2, "HoodieCleanerPlan": CLEANER_PLAN_1_2,

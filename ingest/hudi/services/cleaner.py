@@ -83,6 +83,7 @@ class CleanerPlan:
     earliest_instant_to_retain: ActionInstant | None = None
     last_completed_commit: str = ""
     version: int = PLAN_VERSION
+    extra_metadata: Mapping[str, str] | None = None  # 1.x: {} (no savepoints); copied into the metadata
 
     @property
     def file_count(self) -> int:
@@ -103,7 +104,7 @@ class CleanerPlan:
                 for p, files in self.files.items()
             },
             "partitionsToBeDeleted": [],
-            "extraMetadata": None,
+            "extraMetadata": dict(self.extra_metadata) if self.extra_metadata is not None else None,
         })
 
     @classmethod
@@ -126,6 +127,7 @@ class CleanerPlan:
                 ectr["timestamp"], ectr["action"], ectr["state"]),
             last_completed_commit=d.get("lastCompletedCommitTimestamp") or "",
             version=int(d.get("version") or 1),
+            extra_metadata=d.get("extraMetadata"),
         )
 
 
@@ -230,7 +232,10 @@ def plan_clean(table: HudiTable, timeline: Timeline, settings: CleanSettings) ->
     """What a clean planned now would delete (possibly nothing)."""
     ectr = earliest_commit_to_retain(timeline, settings)
     last = timeline.last_completed(*COMMIT_ACTIONS)
-    empty = CleanerPlan(settings.policy, {}, ActionInstant.of(ectr) if ectr else None, last.timestamp if last else "")
+    # 1.x's `CleanPlanActionExecutor.prepareExtraMetadata`: an empty map when no savepoint is tracked.
+    extra = {} if table.version.plans_of_1x else None
+    empty = CleanerPlan(settings.policy, {}, ActionInstant.of(ectr) if ectr else None, last.timestamp if last else "",
+                        extra_metadata=extra)
     partitions = _partitions_to_clean(table, timeline, settings, ectr)
     if partitions == []:
         return empty
@@ -248,7 +253,7 @@ def plan_clean(table: HudiTable, timeline: Timeline, settings: CleanSettings) ->
         if doomed:
             files.setdefault(group.partition_path, []).extend(doomed)
     return CleanerPlan(settings.policy, {p: tuple(f) for p, f in files.items()},
-                       empty.earliest_instant_to_retain, empty.last_completed_commit)
+                       empty.earliest_instant_to_retain, empty.last_completed_commit, extra_metadata=extra)
 
 
 def schedule(table: HudiTable, settings: CleanSettings, *, force: bool = False,
@@ -320,7 +325,7 @@ def execute(table: HudiTable, instant_time: str) -> CleanResult:
         "partitionMetadata": partitions,
         "version": METADATA_VERSION,
         "bootstrapPartitionMetadata": {},
-        "extraMetadata": None,
+        "extraMetadata": dict(plan.extra_metadata) if plan.extra_metadata is not None else None,  # the plan's
     }
     complete(storage, inflight, avro_models.serialize(avro_models.CLEAN_METADATA, metadata), timeline=table.timeline())
     log.info("completed clean %s: %d files deleted, %d already gone", instant_time, len(deleted), len(failed))
