@@ -1,7 +1,8 @@
 """Which process executes a compaction: a heartbeat file it refreshes while it runs.
 
-Hudi 1.x keeps heartbeats for table services for the same reason (`HoodieHeartbeatClient`): an inflight
-compaction is either being executed or was left by a crash, and only liveness tells them apart.
+An inflight compaction is either being executed or was left by a crash, and only liveness tells them
+apart; Hudi keeps heartbeats of its writes for the same reason (`HoodieHeartbeatClient`). The file is
+ingest's own, under `.hoodie/.aux`.
 """
 
 from __future__ import annotations
