@@ -39,6 +39,7 @@ from ingest.hudi.config.service_settings import ServiceSettings
 from ingest.hudi.services import compaction
 from ingest.hudi.table import markers
 from ingest.hudi.table.file_names import BaseFileName
+from ingest.hudi.table.table import HudiTable
 from ingest.hudi.timeline.instant import Action, State
 
 hudi = pytest.importorskip("hudi")
@@ -58,6 +59,17 @@ def rows_match(w: ModelWriter) -> None:
     assert our_rows(w.path) == expected, "our reader"
 
 
+def slices_match_hudi_rs(path: Path | str) -> None:
+    """Our latest file slices (base instant, base file, log files) are the ones hudi-rs cuts
+    (`FileGroup::add_log_file`: by completion time, as `HoodieFileGroup.getBaseInstantTime`)."""
+    rs = sorted((s.partition_path, s.file_id, s.creation_instant_time, s.base_file_name, tuple(sorted(s.log_file_names)))
+                for s in hudi.HudiTableBuilder.from_base_uri(str(path)).build().get_file_slices())
+    ours = sorted((s.partition_path, s.file_id, s.base_instant, s.base_file.name.name if s.base_file else "",
+                   tuple(sorted(lf.name.name for lf in s.log_files)))
+                  for s in HudiTable.open(str(path)).view().latest_file_slices())
+    assert ours == rs
+
+
 def lifecycle(path: Path, version: int) -> tuple[ModelWriter, str, str]:
     """Five deltacommits, a compaction, three deltacommits, a clean keeping two commits: the model
     checked by both readers after each step. Returns the writer, the compaction and the clean instant."""
@@ -74,9 +86,11 @@ def lifecycle(path: Path, version: int) -> tuple[ModelWriter, str, str]:
     for n in range(6, 9):
         w.write(random_batch(rng, n, keys=12, size=7))
     rows_match(w)
+    slices_match_hudi_rs(w.path)
     cleans = services.clean(w.path, RETAIN_2)
     assert len(cleans) == 1 and cleans[0].deleted and not cleans[0].failed
     rows_match(w)
+    slices_match_hudi_rs(w.path)
     return w, run.scheduled, cleans[0].instant
 
 
@@ -90,7 +104,8 @@ def test_compaction_and_cleaning_read_as_the_model(tmp_path, version):
     (`ActiveTimelineV2.transitionCompactionInflightToComplete`); then `CleanPlanner` (KEEP_LATEST_COMMITS,
     slices by base instant) and `CleanActionExecutor`. hudi-rs and our reader return the model's rows
     before and after the compaction and after the clean; logs written after the compaction join its
-    slice; every timeline file name parses with hudi-rs's rules (`hudi_invariants.check_timeline`)."""
+    slice, and our latest slices are the ones hudi-rs cuts; every timeline file name parses with hudi-rs's
+    rules (`hudi_invariants.check_timeline`)."""
     w, compacted, cleaned = lifecycle(tmp_path / "t", version)
     table = w.table
     timeline = table.timeline()
@@ -286,7 +301,8 @@ def test_a_crash_mid_compaction_then_the_next_run(tmp_path, version):
     meanwhile (its logs, completed after `<t>`, join the compacted slice once it completes), and the next
     run removes the attempt's file through its marker and completes the compaction
     (`RunCompactionActionExecutor` after `HoodieTable.rollbackInflightCompaction`, whose files are the
-    same). hudi-rs then reads the model's rows, every base file on disk belongs to a slice."""
+    same). hudi-rs then reads the model's rows, every base file on disk belongs to a slice, and our latest
+    slices are hudi-rs's, with the compaction pending and after it."""
     path = tmp_path / "t"
     w = ModelWriter(path, buckets=2, version=version)
     rng = random.Random(21)
@@ -304,6 +320,7 @@ def test_a_crash_mid_compaction_then_the_next_run(tmp_path, version):
     assert hudi_invariants.check(path, bucket_index=True)["markers"] == 1
     w.write(random_batch(rng, 50, keys=12, size=8))
     rows_match(w)
+    slices_match_hudi_rs(path)
 
     assert run_service(path, "compaction", None, instant) == 0
     timeline = w.table.timeline()
@@ -315,6 +332,7 @@ def test_a_crash_mid_compaction_then_the_next_run(tmp_path, version):
     rows_match(w)
     w.write(random_batch(rng, 60, keys=12, size=8))
     rows_match(w)
+    slices_match_hudi_rs(path)
     hudi_invariants.check(path, bucket_index=True)
 
 
