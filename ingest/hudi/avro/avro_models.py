@@ -280,6 +280,11 @@ REPLACE_COMMIT_METADATA: dict[str, Any] = _record("HoodieReplaceCommitMetadata",
     _opt("partitionToReplaceFileIds", {"type": "map", "values": _STRINGS}),
 ])
 
+# The same record as a file of its own (a layout-2 `.replacecommit`): `HoodieWriteStat` defined inline.
+REPLACE_COMMIT_METADATA_FILE: dict[str, Any] = {
+    **REPLACE_COMMIT_METADATA, "fields": [COMMIT_METADATA["fields"][0], *REPLACE_COMMIT_METADATA["fields"][1:]],
+}
+
 REQUESTED_REPLACE_METADATA: dict[str, Any] = _record("HoodieRequestedReplaceMetadata", [
     _opt("operationType", "string"),
     _opt("clusteringPlan", _record("HoodieClusteringPlan", [
