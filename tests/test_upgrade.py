@@ -216,6 +216,7 @@ def test_a_crash_at_each_step_then_a_rerun_gives_the_uninterrupted_table(tmp_pat
         {k: v for k, v in props(reference).items() if k not in strip}
     assert sorted(hudi_rs_rows(path)) == sorted(hudi_rs_rows(reference)) == sorted(w.expected())
     assert our_rows(path) == w.expected()
+    assert hudi_invariants.check(path, bucket_index=True)["schemas"] > 0
 
 
 # -- Hudi-written tables ------------------------------------------------------------------------------------
