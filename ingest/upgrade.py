@@ -38,6 +38,7 @@ from ingest.hudi.config.table_config import TableConfig, TableConfigKey
 from ingest.hudi.config.table_version import TableVersion
 from ingest.hudi.services import compaction, upgrade_properties, upgrade_timeline
 from ingest.hudi.table import metadata_table
+from ingest.hudi.table.lock_provider import LockSettings
 from ingest.hudi.table.table import HudiTable
 from ingest.hudi.timeline.instant import Action
 from ingest.hudi.timeline.timeline import METAFOLDER, UPGRADE_FOLDER
@@ -140,7 +141,7 @@ def _compact(table: HudiTable, lock: WriterLock) -> tuple[str, ...]:
 
 
 def upgrade(path: str, to_version: int, *, storage_options: Mapping[str, Any] | None = None,
-            lease_expiry_seconds: float = 60.0) -> UpgradeResult:
+            lease_expiry_seconds: float = 60.0, hudi_lock: LockSettings | None = None) -> UpgradeResult:
     """Upgrade the table at `path` to `to_version` (8 or 9), or finish an upgrade that was interrupted."""
     if to_version not in UPGRADE_TARGETS:
         raise UnsupportedTable(f"ingest upgrades tables to version {' or '.join(map(str, UPGRADE_TARGETS))}, "
@@ -152,7 +153,7 @@ def upgrade(path: str, to_version: int, *, storage_options: Mapping[str, Any] | 
         return UpgradeResult(start.number, target.number)
     _check(table, target)
     storage = table.storage
-    with WriterLock(storage, lease_expiry_seconds, description="ingest upgrade") as lock:
+    with WriterLock(storage, lease_expiry_seconds, description="ingest upgrade", hudi_lock=hudi_lock) as lock:
         if metadata_table.remove(table):  # as before every write: ingest does not maintain it
             table = HudiTable.open(path, storage_options)
         changes = _check(table, target)

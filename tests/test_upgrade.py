@@ -320,3 +320,25 @@ def test_eight_to_nine_after_eight_writes_compacts_or_refuses(tmp_path, capsys):
         assert len(err) == 1 and "compact" in err[0] and "ingest does not compact at version 8" in err[0]
         assert props(Path(at8.path))["hoodie.table.version"] == "8"
     assert sorted(hudi_rs_rows(at8.path)) == sorted(at8.expected())
+
+
+def test_with_hudis_occ_settings_the_upgrade_holds_hudis_lock_too(tmp_path, capsys):
+    """`BaseHoodieWriteClient.tryUpgrade` "is called within a lock": a Hudi writer upgrades the table holding
+    the table lock, which `FileSystemBasedLockProvider` keeps as `.hoodie/lock` (`tryLock` fails while a
+    fresh one exists). With Hudi's optimistic concurrency settings the upgrade takes that lock beside
+    ingest's lease: refused in one line, the table untouched, while a Hudi writer holds it; done, and the
+    lock file released, once it is free."""
+    w = ModelWriter(tmp_path / "t")
+    w.write(random_batch(random.Random(3), 1, keys=6, size=4))
+    lock_file = Path(w.path) / ".hoodie" / "lock"
+    lock_file.write_text('{\n  "lockCreateTime" : "2026-11-25 01:00:00.000",\n  "lockThreadName" : "main"\n}')
+    occ = ["--set", "hudi.hoodie.write.concurrency.mode=OPTIMISTIC_CONCURRENCY_CONTROL",
+           "--set", "hudi.hoodie.write.lock.provider=org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"]
+    assert main(["upgrade", w.path, "--to", "9", *occ]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Hudi's table lock" in err[0], err
+    assert props(Path(w.path))["hoodie.table.version"] == "6" and legacy_files(Path(w.path))
+    lock_file.unlink()  # the Hudi writer's unlock
+    assert main(["upgrade", w.path, "--to", "9", *occ]) == 0
+    assert props(Path(w.path))["hoodie.table.version"] == "9" and not lock_file.exists()
+    assert sorted(hudi_rs_rows(w.path)) == sorted(w.expected())
