@@ -173,6 +173,8 @@ def upgrade(path: str, to_version: int, *, storage_options: Mapping[str, Any] | 
                                                    upgraded.raw(TableConfigKey.TIMELINE_HISTORY_PATH),
                                                    table.config.timeline_zone)
             crash_point("upgrade_timeline_moved")
+            # 4. The archived timeline: `_check` refuses a table that has one until its conversion into the
+            #    LSM history (`upgradeToLSMTimeline`, after the move, before the properties) is called here.
         lock.check()
         properties_file.modify(storage, changes.updates, tuple(sorted(changes.deletes)))
     result = UpgradeResult(start.number, target.number, rolled_back, compacted, moved, resumed)
