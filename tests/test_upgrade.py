@@ -24,6 +24,9 @@ from ingest.cli import main
 from ingest.errors import TimelineError
 from ingest.faults import CRASH_EXIT_CODE
 from ingest.hudi.config.service_settings import ServiceSettings
+from ingest.hudi.config.table_config import TableConfig
+from ingest.hudi.config.table_version import TableVersion
+from ingest.hudi.services import upgrade_properties
 from ingest.hudi.table.snapshot import read_snapshot
 from ingest.hudi.table.table import HudiTable
 from ingest.hudi.timeline.commit_metadata import AVRO_MAGIC, decode_metadata
@@ -342,3 +345,40 @@ def test_with_hudis_occ_settings_the_upgrade_holds_hudis_lock_too(tmp_path, caps
     assert main(["upgrade", w.path, "--to", "9", *occ]) == 0
     assert props(Path(w.path))["hoodie.table.version"] == "9" and not lock_file.exists()
     assert sorted(hudi_rs_rows(w.path)) == sorted(w.expected())
+
+
+OVERWRITE_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
+EVENT_TIME_PAYLOAD = "org.apache.hudi.common.model.EventTimeAvroPayload"
+COMMIT_TIME_STRATEGY = "ce9acb64-bde0-424c-9b91-f6ebba25356d"
+
+
+@pytest.mark.parametrize(("payload", "precombine", "mode", "payload_at_8", "strategy_at_8"), [
+    (DEFAULT_PAYLOAD, "ts", "EVENT_TIME_ORDERING", DEFAULT_PAYLOAD, EVENT_TIME_STRATEGY),
+    (OVERWRITE_PAYLOAD, "ts", "EVENT_TIME_ORDERING", DEFAULT_PAYLOAD, EVENT_TIME_STRATEGY),
+    (OVERWRITE_PAYLOAD, None, "COMMIT_TIME_ORDERING", OVERWRITE_PAYLOAD, COMMIT_TIME_STRATEGY),
+    (DEFAULT_PAYLOAD, None, "EVENT_TIME_ORDERING", DEFAULT_PAYLOAD, EVENT_TIME_STRATEGY),
+    (EVENT_TIME_PAYLOAD, "ts", "EVENT_TIME_ORDERING", DEFAULT_PAYLOAD, EVENT_TIME_STRATEGY),
+])
+def test_merge_properties_of_a_v6_config_at_8_and_9(payload, precombine, mode, payload_at_8, strategy_at_8):
+    """`SevenToEightUpgradeHandler.upgradeMergeMode` on a Merge-On-Read table: with a precombine field,
+    DefaultHoodieRecordPayload and event-time ordering whatever the payload; without one, by payload
+    (`setEventTimeOrCommitTimeBasedOnPayload`). To 9 in the same run, `EightToNineUpgradeHandler` reads the
+    config as stored: the legacy payload class is the stored one (`reconcilePayloadClassConfig`), the
+    strategy id is removed (`reconcileMergeModeConfig`), the precombine field becomes the ordering fields
+    (`reconcileOrderingFieldsConfig`), and the removals win over the 7-to-8 settings
+    (`HoodieTableConfig.updateAndDeleteProps`)."""
+    stored = {"hoodie.table.name": "t", "hoodie.table.type": "MERGE_ON_READ", "hoodie.table.version": "6",
+              "hoodie.compaction.payload.class": payload,
+              "hoodie.table.keygenerator.class": "org.apache.hudi.keygen.SimpleAvroKeyGenerator"}
+    if precombine:
+        stored["hoodie.table.precombine.field"] = precombine
+    config = TableConfig(stored)
+    at8 = upgrade_properties.changes(config, TableVersion.of(8)).applied_to(stored)
+    assert (at8["hoodie.record.merge.mode"], at8["hoodie.compaction.payload.class"],
+            at8["hoodie.record.merge.strategy.id"]) == (mode, payload_at_8, strategy_at_8)
+    assert (at8["hoodie.table.initial.version"], at8["hoodie.table.keygenerator.type"]) == ("6", "SIMPLE_AVRO")
+    at9 = upgrade_properties.changes(config, TableVersion.of(9)).applied_to(stored)
+    assert at9["hoodie.record.merge.mode"] == mode and at9["hoodie.table.legacy.payload.class"] == payload
+    for gone in ("hoodie.record.merge.strategy.id", "hoodie.compaction.payload.class", "hoodie.table.precombine.field"):
+        assert gone not in at9, gone
+    assert at9.get("hoodie.table.ordering.fields") == precombine

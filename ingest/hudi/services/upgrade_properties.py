@@ -6,8 +6,8 @@ Mirrors Hudi 1.2's upgrade handlers and how `UpgradeDowngrade.run` applies them:
   the upgrade starts (`upgradeDowngradeHelper.getTable` loads it afresh; nothing is written between
   handlers); their keys to set and to remove are gathered and written once, after every other step,
   with `hoodie.table.version` and `hoodie.timeline.layout.version` (`HoodieTableConfig.setTableVersion`),
-  through the backup protocol (`HoodieTableConfig.updateAndDeleteProps`); a key one handler sets and
-  another removes is removed;
+  through the backup protocol (`HoodieTableConfig.updateAndDeleteProps`, whose `modify` applies the
+  upserts, then the removals: a key one handler sets and another removes is removed);
 * 6 to 7 changes nothing (`SixToSevenUpgradeHandler`);
 * 7 to 8 (`SevenToEightUpgradeHandler.upgrade`): `hoodie.timeline.path`, the merge mode, strategy id and
   payload class a Merge-On-Read table's precombine field and payload imply (`upgradeMergeMode`),
