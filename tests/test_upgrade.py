@@ -251,6 +251,7 @@ def test_hudi_written_v6_tables_upgraded_to_9_read_as_before(hudi_table_copy, na
                   read_snapshot(HudiTable.open(str(path))).to_pylist()) == before
     for n in timeline_names(path):
         hudi_rs_instant(n)
+    hudi_invariants.check(path, bucket_index=False)
 
 
 # -- nothing to do, and refusals -----------------------------------------------------------------------------
