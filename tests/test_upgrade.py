@@ -163,15 +163,18 @@ def test_v6_table_upgraded_then_continued_reads_as_the_model(tmp_path, target, c
 
 
 def _normalized(names: list[str], known: set[str]) -> list[str]:
-    """Timeline file names with the instant times the upgrade itself created (its rollback, its compaction)
-    and their completion times replaced by their rank: two runs create them at different times."""
+    """Timeline file names with the instants the upgrade itself created (its rollback, its compaction)
+    named by their rank, and their completion times by that rank too: two runs create them at
+    different times."""
     created = sorted({n.split(".")[0].split("_")[0] for n in names} - known)
-    times = sorted({t for n in names for t in n.split(".")[0].split("_") if n.split(".")[0].split("_")[0] in created})
-    rename = {t: f"NEW{i}" for i, t in enumerate(times)}
+    rank = {t: f"NEW{i}" for i, t in enumerate(created)}
     out = []
     for name in names:
         head, dot, rest = name.partition(".")
-        out.append("_".join(rename.get(t, t) for t in head.split("_")) + dot + rest)
+        requested, underscore, completed = head.partition("_")
+        if requested in rank:
+            head = rank[requested] + (f"_{rank[requested]}-done" if underscore else "")
+        out.append(head + dot + rest)
     return sorted(out)
 
 
