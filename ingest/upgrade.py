@@ -96,17 +96,24 @@ def _check(table: HudiTable, target: TableVersion) -> upgrade_properties.Propert
     upgrade_properties.check_upgradable(table.config, target, where)
     changes = upgrade_properties.changes(table.config, target)
     TableConfig(changes.applied_to(dict(table.config.props))).check_supported(where, write=True)
-    if not _compacts(table) and _pending_logs(table):
-        raise UnsupportedTable(f"{where}: Hudi compacts every file slice with log files before upgrading to table "
-                               f"version {target.number} (UpgradeDowngrade.performRollbackAndCompactionIfRequired), "
-                               f"and ingest does not compact at version {current.number}: compact this table with "
-                               "Hudi, then run the upgrade again")
     if not current.has_completion_times:
         archived = _archived(table.storage, table.config)
         if archived:
             raise UnsupportedTable(f"{where} has {len(archived)} archived timeline file(s): converting them into the "
                                    "LSM history (SevenToEightUpgradeHandler.upgradeToLSMTimeline) is not done by "
                                    "ingest yet; nothing was changed")
+    if _moving_started(table.storage):
+        return changes  # steps 1 and 2 are done; what they needed was checked before they ran
+    clustering = table.timeline().pending(Action.REPLACE_COMMIT, Action.CLUSTERING)
+    if clustering:
+        raise UnsupportedTable(f"{where}: {clustering[0].action.value} {clustering[0].timestamp} is pending; Hudi's "
+                               "compaction before the upgrade leaves its file groups alone (their log files would "
+                               "stay named as version 6 names them): finish it with Hudi, then run the upgrade")
+    if not _compacts(table) and _pending_logs(table):
+        raise UnsupportedTable(f"{where}: Hudi compacts every file slice with log files before upgrading to table "
+                               f"version {target.number} (UpgradeDowngrade.performRollbackAndCompactionIfRequired), "
+                               f"and ingest does not compact at version {current.number}: compact this table with "
+                               "Hudi, then run the upgrade again")
     return changes
 
 
@@ -165,6 +172,9 @@ def upgrade(path: str, to_version: int, *, storage_options: Mapping[str, Any] | 
             _, rolled_back = commit.recover(table, table.timeline())
             crash_point("upgrade_rolled_back")
             compacted = _compact(table, lock)
+            if _compacts(table) and _pending_logs(table):
+                raise UnsupportedTable(f"{table.base_url}: file slices with log files are left after compacting "
+                                       "(a compaction another executor runs?); run the upgrade again once it is done")
             crash_point("upgrade_compacted")
         moved = 0
         if moving:
