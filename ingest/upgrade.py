@@ -102,7 +102,7 @@ def _check(table: HudiTable, target: TableVersion) -> upgrade_properties.Propert
             raise UnsupportedTable(f"{where} has {len(archived)} archived timeline file(s): converting them into the "
                                    "LSM history (SevenToEightUpgradeHandler.upgradeToLSMTimeline) is not done by "
                                    "ingest yet; nothing was changed")
-    if _moving_started(table.storage):
+    if not current.has_completion_times and _moving_started(table.storage):
         return changes  # steps 1 and 2 are done; what they needed was checked before they ran
     clustering = table.timeline().pending(Action.REPLACE_COMMIT, Action.CLUSTERING)
     if clustering:
