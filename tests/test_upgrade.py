@@ -6,6 +6,7 @@ Each test's docstring names the Hudi (Java, release 1.2 / master) class and meth
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -14,6 +15,7 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+import avro.schema
 import hudi_invariants
 import pytest
 from service_tables import ModelWriter, hudi_rs_rows, our_rows, random_batch
@@ -23,13 +25,14 @@ from ingest import services
 from ingest.cli import main
 from ingest.errors import TimelineError
 from ingest.faults import CRASH_EXIT_CODE
+from ingest.hudi.avro import avro_models
 from ingest.hudi.config.service_settings import ServiceSettings
 from ingest.hudi.config.table_config import TableConfig
 from ingest.hudi.config.table_version import TableVersion
 from ingest.hudi.services import upgrade_properties
 from ingest.hudi.table.snapshot import read_snapshot
 from ingest.hudi.table.table import HudiTable
-from ingest.hudi.timeline.commit_metadata import AVRO_MAGIC, decode_metadata
+from ingest.hudi.timeline.commit_metadata import AVRO_MAGIC, decode_metadata, upgraded_metadata
 from ingest.hudi.timeline.instant import Instant, format_instant
 from ingest.upgrade import upgrade
 
@@ -386,3 +389,30 @@ def test_merge_properties_of_a_v6_config_at_8_and_9(payload, precombine, mode, p
     for gone in ("hoodie.record.merge.strategy.id", "hoodie.compaction.payload.class", "hoodie.table.precombine.field"):
         assert gone not in at9, gone
     assert at9.get("hoodie.table.ordering.fields") == precombine
+
+
+# `hudi-common/src/main/avro/HoodieReplaceCommitMetadata.avsc` (release 1.x): its record and its fields, in order.
+REPLACE_AVSC_FIELDS = ["partitionToWriteStats", "extraMetadata", "version", "operationType", "partitionToReplaceFileIds"]
+
+
+def test_a_completed_replacecommit_is_rewritten_as_hudi_replace_commit_metadata():
+    """`SevenToEightUpgradeHandler.rewriteTimelineV1InstantFileToV2Format` reads a completed replacecommit
+    as `HoodieReplaceCommitMetadata` and writes it with `CommitMetadataSerDeV2.serialize`, which converts it
+    to the Avro record `HoodieReplaceCommitMetadata` (`MetadataConversionUtils.convertReplaceCommitMetadata`):
+    the file's writer schema is that record (namespace, name and fields of Hudi's .avsc, parsed by Apache
+    Avro's strict parser) and holds the replaced file ids and the write stats."""
+    legacy = json.dumps({
+        "partitionToWriteStats": {"city=chennai": [{"fileId": "f1", "path": "city=chennai/f1_0-1-0_20250101000000000.parquet",
+                                                    "numWrites": 3, "prevCommit": "null"}]},
+        "partitionToReplaceFileIds": {"city=chennai": ["f0"]},
+        "compacted": False, "extraMetadata": {"schema": "{}"}, "operationType": "INSERT_OVERWRITE"}).encode()
+    data = upgraded_metadata(legacy, replace=True)
+    assert data.startswith(AVRO_MAGIC)
+    schema = avro_models.writer_schema(data)
+    parsed = avro.schema.parse(json.dumps(schema))
+    assert (parsed.namespace, parsed.name) == ("org.apache.hudi.avro.model", "HoodieReplaceCommitMetadata")
+    assert [f.name for f in parsed.fields] == REPLACE_AVSC_FIELDS
+    record = decode_metadata(data)
+    assert record["partitionToReplaceFileIds"] == {"city=chennai": ["f0"]}
+    assert record["operationType"] == "INSERT_OVERWRITE"
+    assert [s["fileId"] for s in record["partitionToWriteStats"]["city=chennai"]] == ["f1"]
