@@ -48,6 +48,7 @@ from ingest.hudi.table import markers
 from ingest.hudi.table.table import HudiTable
 from ingest.hudi.timeline.instant import Action, Instant, State
 from ingest.hudi.timeline.timeline import ARCHIVE_FOLDER, METAFOLDER, Timeline, read_instant
+from ingest.hudi.timeline.timeline_layout import TimelineLayout
 from ingest.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -264,6 +265,15 @@ def read_archive_file(storage: Storage, path: str, reader_schema: dict | None = 
 def read_archived_timeline(storage: Storage) -> list[dict]:
     """Every archived entry, in archive file order."""
     return [e for _, path in archive_files(storage) for e in read_archive_file(storage, path)]
+
+
+def convert_to_lsm_history(storage: Storage, layout: TimelineLayout, batch: int = 10) -> list[str]:
+    """Upgrade to version 8 or 9: this table's `.hoodie/archived` instants written into the LSM history
+    of `layout`, `batch` instants a file (`SevenToEightUpgradeHandler.upgradeToLSMTimeline`); resumable.
+    Returns the history files written."""
+    entries = [e for _, path in archive_files(storage)
+               for e in read_archive_file(storage, path, avro_models.ARCHIVED_META_ENTRY)]
+    return lsm_archival.convert_legacy_archive(storage, layout, entries, batch)
 
 
 def archived_commit_metadata(table: HudiTable) -> list[dict]:
