@@ -20,6 +20,7 @@ from pathlib import Path
 import fastavro
 import pyarrow.parquet as pq
 import pytest
+from hudi_invariants import check
 from model import Op
 from service_tables import ModelWriter, hudi_rs_rows, our_rows, random_batch
 
@@ -114,6 +115,7 @@ def test_inline_archival_writes_lsm_history_hudi_rs_reads_the_model(tmp_path, ve
     assert {(r["instantTime"], r["completionTime"]) for r in rows} <= set(completions.items())
     assert sorted(hudi_rs_rows(w.path)) == sorted(w.expected())
     assert our_rows(w.path) == w.expected()
+    assert check(w.path, bucket_index=True)["schemas"] > 0
     import hudi
 
     for row in rows:
@@ -288,6 +290,7 @@ def test_crash_at_each_step_then_rerun(tmp_path, point):
     assert_each_instant_once(w, instants)
     assert sorted(hudi_rs_rows(w.path)) == sorted(w.expected())
     assert our_rows(w.path) == w.expected()
+    assert check(w.path, bucket_index=True)["schemas"] > 0
 
 
 # -- a version-6 archive into the history (upgrade) -------------------------------------------------
