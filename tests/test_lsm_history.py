@@ -365,3 +365,17 @@ def test_v6_archive_conversion_resumes_after_a_crash(tmp_path):
     rows = LSMHistory(w.table.storage, V2_LAYOUT.history).read()
     times = [r["instantTime"] for r in rows]
     assert times == sorted({e["commitTime"] for e in entries if e["actionState"] == "COMPLETED"})
+
+
+def test_archive_command_runs_at_version_9(tmp_path, capsys):
+    """`ingest archive PATH` at 9 archives into the LSM history (`TimelineArchiverV2`) instead of
+    refusing as the other services still do at this version."""
+    from ingest.cli import main
+
+    w = ModelWriter(tmp_path / "t", version=9)
+    instants = write(w, 6)
+    sets = [a for k, v in SMALL.items() for a in ("--set", f"hudi.{k}={v}")]
+    assert main(["archive", w.path, *sets]) == 0
+    assert "archived" in capsys.readouterr().out
+    assert_each_instant_once(w, instants)
+    assert history(w).read()
