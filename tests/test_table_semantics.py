@@ -19,7 +19,7 @@ from ingest.hudi.avro import schema as avro
 from ingest.hudi.table.snapshot import context, read_slice, read_snapshot
 from ingest.hudi.table.table import HudiTable
 from ingest.hudi.timeline.instant import Action
-from ingest.write import index_bootstrap as bootstrap
+from ingest.write import index_bootstrap
 from ingest.write.batch import LocalEngine, LocalWriter, incoming_avro_schema, open_table
 from ingest.write.commit import begin
 from ingest.write.file_group_writer import InsertMode
@@ -95,7 +95,7 @@ def die_before_commit(options: WriteOptions, data: pa.Table) -> str:
     prepared = engine.prepare(data, options, ordering)
     txn = begin(table, incoming_avro_schema(data.schema, options.table_name), "upsert")
     plan = build_plan(txn, options)
-    bootstrap.ensure(table, txn.timeline, options, plan.ordering_type)
+    index_bootstrap.ensure(table, txn.timeline, options, plan.ordering_type)
     engine.run(plan, prepared)
     return txn.instant_time
 

@@ -26,7 +26,7 @@ from ingest.hudi.config.table_version import (
     WRITABLE_VERSIONS,
     TableVersion,
 )
-from ingest.hudi.timeline.instant import TIMELINE_ZONES, UTC
+from ingest.hudi.config.timeline_zone import TIMELINE_ZONES, UTC
 from ingest.storage import Storage
 
 __all__ = ["PROPERTIES_PATH", "checksum", "TableConfig", "TableConfigKey"]

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 
 from ingest.errors import TimelineError
 from ingest.hudi.config.table_version import DEFAULT_WRITE_VERSION, TableVersion
-from ingest.hudi.timeline.instant import UTC, WRITE_ACTIONS, Action, Instant, InstantTimeGenerator, State
+from ingest.hudi.config.timeline_zone import UTC
+from ingest.hudi.timeline.instant import WRITE_ACTIONS, Action, Instant, InstantTimeGenerator, State
 from ingest.hudi.timeline.timeline_layout import LAYOUT_1, METAFOLDER, TimelineLayout
 from ingest.storage import Storage
 
