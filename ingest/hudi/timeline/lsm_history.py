@@ -143,18 +143,15 @@ class LSMHistory:
         table = pq.read_table(pa.BufferReader(self.storage.read(self._path(name))))
         return table.to_pylist()
 
-    def read(self, *, after: str | None = None) -> list[dict[str, Any]]:
-        """Every archived instant of the current snapshot, by instant time (files older than `after`
-        skipped by their names, as `LSMTimeline.isFileInRange` does)."""
-        rows: list[dict[str, Any]] = []
-        for entry in self.manifest():
-            if after is not None and entry.max_instant <= after:
-                continue
-            rows.extend(self.read_file(entry.name))
+    def read(self) -> list[dict[str, Any]]:
+        """Every archived instant of the current snapshot, by instant time (`ArchivedTimelineV2`
+        loads the files the latest manifest names)."""
+        rows = [r for entry in self.manifest() for r in self.read_file(entry.name)]
         return sorted(rows, key=lambda r: r["instantTime"] or "")
 
     def instant_times(self, min_instant: str, max_instant: str) -> set[str]:
-        """Instant times already in the history between two times (only files overlapping are read)."""
+        """Instant times already in the history between two times (only the files whose names overlap
+        the range are read, as `LSMTimeline.isFileInRange` skips files)."""
         out = set()
         for entry in self.manifest():
             if entry.max_instant < min_instant or entry.min_instant > max_instant:
