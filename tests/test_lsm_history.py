@@ -379,3 +379,22 @@ def test_archive_command_runs_at_version_9(tmp_path, capsys):
     assert "archived" in capsys.readouterr().out
     assert_each_instant_once(w, instants)
     assert history(w).read()
+
+
+def test_a_rollback_is_archived_with_its_metadata_and_no_plan(tmp_path):
+    """`createLSMTimelineInstant` for a rollback: action `rollback`, its completed file's Avro
+    `HoodieRollbackMetadata` as metadata, no plan (only clean, compaction, log compaction, replace and
+    clustering carry one); the failed deltacommit it rolled back is in no history row."""
+    from test_archiver import die_before_commit
+
+    w = ModelWriter(tmp_path / "t", version=9)
+    write(w, 2)
+    failed = die_before_commit(w, own_partition_batch(random.Random(1), 50))
+    write(w, 5, start=2)
+    archiver.archive(w.table, settings())
+    rows = {r["action"]: r for r in history(w).read()}
+    rollback = rows["rollback"]
+    assert rollback["plan"] is None
+    assert avro_models.deserialize(rollback["metadata"])["commitsRollback"] == [failed]
+    assert failed not in {r["instantTime"] for r in history(w).read()}
+    assert sorted(hudi_rs_rows(w.path)) == sorted(w.expected())
