@@ -98,12 +98,15 @@ def run_inline_services(
 
     `runner` executes compaction operations (e.g. on Spark executors); by default, in this process.
     """
+    fence = lock.check if lock is not None else None
     if not table.version.services:
         if table.base_url not in _SKIPPED:
             log.warning("%s; not running them after its commits", compaction.services_refusal(table))
             _SKIPPED.add(table.base_url)
-        return ServicesRun()
-    fence = lock.check if lock is not None else None
+        # Archival runs at every version ingest writes (the LSM history at 8 and 9).
+        t = time.monotonic()
+        archived = archiver.archive(table, settings, fence=fence).archived if settings.archive.automatic else ()
+        return ServicesRun(archived=archived, durations={"archive": time.monotonic() - t})
     durations: dict[str, float] = {}
     scheduled = None
     compacted: list[str] = []
@@ -216,8 +219,8 @@ def clean(target: Target, settings: ServiceSettings, *, lease_expiry_seconds: fl
 def archive(target: Target, settings: ServiceSettings, *, lease_expiry_seconds: float = 60.0,
             storage_options: Mapping[str, Any] | None = None,
             hudi_lock: LockSettings | None = None) -> archiver.ArchiveResult:
-    """Archive what the settings allow (under the lease)."""
-    table = _table(target, storage_options)
+    """Archive what the settings allow (under the lease), at every version ingest writes."""
+    table = _table(target, storage_options, services=False)
     with _lease(table, lease_expiry_seconds, hudi_lock) as lock:
         return archiver.archive(table, settings, fence=lock.check)
 

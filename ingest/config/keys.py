@@ -414,6 +414,9 @@ KEYS: tuple[Key, ...] = (
         "commits than this (more than `hoodie.keep.min.commits`).", default=30, minimum=1, service=True),
     Key("hudi.hoodie.commits.archival.batch", Type.INTEGER, "Archived instants per block of the archive.",
         default=10, minimum=1, service=True),
+    Key("hudi.hoodie.timeline.compaction.batch.size", Type.INTEGER, "Table versions 8 and 9: when a layer of "
+        "the LSM timeline history holds this many files, they are merged into one file of the next layer.",
+        default=10, minimum=1, service=True),
     # -- hudi: HoodieStreamer settings without an equivalent ------------------------------------
     # -- hudi: HoodieStreamer's SchemaRegistryProvider (confluent_avro values) --------------------
     Key("hudi.hoodie.streamer.schemaprovider.registry.url", Type.STRING, "confluent_avro: the Confluent Schema "

@@ -358,6 +358,21 @@ ARCHIVED_META_ENTRY: dict[str, Any] = _define_once(_record("HoodieArchivedMetaEn
     _opt("hoodieIndexCommitMetadata", INDEX_COMMIT_METADATA),
 ]), set())
 
+# -- LSM timeline history (table versions 8 and 9) ----------------------------------------------------
+# `.hoodie/timeline/history/<min>_<max>_<level>.parquet` rows: one per archived instant, its completed
+# file's bytes as `metadata` and its plan (requested or inflight file) as `plan`
+# (`HoodieLSMTimelineInstant.avsc`; `MetadataConversionUtils.createLSMTimelineInstant`).
+
+LSM_TIMELINE_INSTANT: dict[str, Any] = _record("HoodieLSMTimelineInstant", [
+    _opt("instantTime", "string"),
+    _opt("completionTime", "string"),
+    _opt("action", "string"),
+    _opt("metadata", "bytes"),
+    _opt("plan", "bytes"),
+    _field("version", "int", default=1),
+])
+
+
 _PARSED: dict[str, Any] = {}
 
 

@@ -52,6 +52,12 @@ class TableVersion:
         return self.timeline_layout >= 2
 
     @property
+    def lsm_history(self) -> bool:
+        """Archived instants go to the LSM history `timeline/history` (layout 2, Hudi 1.x's
+        `TimelineArchiverV2`), else to `.hoodie/archived` log files (`TimelineArchiverV1`)."""
+        return self.timeline_layout == 2
+
+    @property
     def rollback_appends_command_blocks(self) -> bool:
         """At 6 a failed deltacommit's blocks in an older slice's log are neutralised by a command
         block; from 8 on every log file of a deltacommit is its own, and deleted."""
