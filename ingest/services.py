@@ -223,7 +223,7 @@ def clean(target: Target, settings: ServiceSettings, *, lease_expiry_seconds: fl
 def archive(target: Target, settings: ServiceSettings, *, lease_expiry_seconds: float = 60.0,
             storage_options: Mapping[str, Any] | None = None,
             hudi_lock: LockSettings | None = None) -> archiver.ArchiveResult:
-    """Archive what the settings allow (under the lease)."""
+    """Archive what the settings allow (under the lease), at every version ingest writes."""
     table = _table(target, storage_options, "archival")
     with _lease(table, lease_expiry_seconds, hudi_lock) as lock:
         return archiver.archive(table, settings, fence=lock.check)

@@ -1,5 +1,5 @@
 """Compaction and cleaning at table versions 8 and 9 (Hudi 1.x), on tables ingest writes and on tables
-Hudi wrote, read back by hudi-rs and by us as the reference model says; archival still refused there.
+Hudi wrote, read back by hudi-rs and by us as the reference model says.
 
 Each test names in its docstring the Hudi (Java) class and method whose rule it checks; the Avro
 checks state what they compare (record names, field names and order, types, defaults) and against what
@@ -33,7 +33,6 @@ from test_write_versions import _fixture_commit_schema, _hudi_shape, _shape
 
 from ingest import services
 from ingest.cli import main
-from ingest.errors import UnsupportedTable
 from ingest.faults import CRASH_EXIT_CODE
 from ingest.hudi.config.service_settings import ServiceSettings
 from ingest.hudi.services import compaction
@@ -363,39 +362,42 @@ def test_a_crash_mid_clean_then_clean_again(tmp_path, version):
     hudi_invariants.check(path, bucket_index=True)
 
 
-# -- inline services, commands, refusals ------------------------------------------------------------------
+# -- inline services and commands -------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-def test_inline_services_compact_and_clean_and_skip_archival_in_one_line(tmp_path, version, caplog):
+def test_inline_services_compact_clean_and_archive(tmp_path, version, caplog):
     """`BaseHoodieWriteClient.postCommit` at 8/9: inline compaction (`hoodie.compact.inline`, every two
-    deltacommits) and automatic cleaning run after a writer's commits; archival, which at 8/9 writes the
-    LSM history (`LSMTimelineWriter`), is not run by ingest yet: skipped with one warning per table, and
-    `ingest archive` refuses in one line naming the version. hudi-rs reads the model's rows."""
+    deltacommits), then automatic cleaning (`autoCleanOnCommit`), then archival into the LSM history
+    (`autoArchiveOnCommit`, `TimelineArchiverV2`) after a writer's commits, none skipped; the compactions
+    and cleans they archive leave the active timeline whole (their requested, inflight and completed
+    files go together). hudi-rs reads the model's rows; the invariant suite passes."""
     w = ModelWriter(tmp_path / "t", buckets=2, version=version)
     settings = ServiceSettings.from_mapping({"hoodie.compact.inline": "true",
                                              "hoodie.compact.inline.max.delta.commits": "2",
-                                             "hoodie.cleaner.commits.retained": "1"})
+                                             "hoodie.cleaner.commits.retained": "1",
+                                             "hoodie.keep.min.commits": "3", "hoodie.keep.max.commits": "4"})
     rng = random.Random(31)
     runs = []
     with caplog.at_level(logging.WARNING, logger="ingest.services"):
-        for n in range(1, 7):
+        for n in range(1, 9):
             w.write(random_batch(rng, n, keys=12, size=6))
             runs.append(services.run_inline_services(w.table, settings))
-    assert sum(len(r.compacted) for r in runs) >= 2 and any(r.cleaned for r in runs)
-    assert not any(r.archived for r in runs)
-    skipped = [r for r in caplog.records if "does not run archival" in r.getMessage()]
-    assert len(skipped) == 1 and f"table version {version}" in skipped[0].getMessage()
+    assert sum(len(r.compacted) for r in runs) >= 3 and any(r.cleaned for r in runs)
+    archived = {i for r in runs for i in r.archived}
+    assert archived and not [r for r in caplog.records if "does not run" in r.getMessage()]
+    timeline = w.table.timeline()
+    assert not archived & {i.timestamp for i in timeline}
+    for instant in timeline:
+        names = timeline.files_of(instant.timestamp)
+        assert instant.state is not State.COMPLETED or any("_" in n for n in names), names
     rows_match(w)
-    with pytest.raises(UnsupportedTable, match=f"table version {version}: ingest does not run archival"):
-        services.archive(w.path, settings)
     hudi_invariants.check(w.path, bucket_index=True)
 
 
 def test_compact_and_clean_commands_at_9(tmp_path, capsys):
     """`ingest compact` and `ingest clean` (Hudi's `HoodieCompactor` / `HoodieCleaner` utilities) on a
-    version-9 table: the compaction is scheduled and executed, the clean deletes the slices it replaced;
-    `ingest archive` exits 1 with the refusal."""
+    version-9 table: the compaction is scheduled and executed, the clean deletes the slices it replaced."""
     w = ModelWriter(tmp_path / "t", buckets=2, version=9)
     rng = random.Random(41)
     for n in range(1, 4):
@@ -408,8 +410,6 @@ def test_compact_and_clean_commands_at_9(tmp_path, capsys):
         w.write(random_batch(rng, n, keys=12, size=6))
     assert main(["clean", "--path", w.path, "--set", "hoodie.cleaner.commits.retained=1"]) == 0
     assert w.table.timeline().completed(Action.CLEAN)
-    assert main(["archive", "--path", w.path]) == 1
-    assert "does not run archival" in capsys.readouterr().err
     rows_match(w)
 
 

@@ -287,6 +287,11 @@ REPLACE_COMMIT_METADATA: dict[str, Any] = _record("HoodieReplaceCommitMetadata",
     _opt("partitionToReplaceFileIds", {"type": "map", "values": _STRINGS}),
 ])
 
+# The same record as a file of its own (a layout-2 `.replacecommit`): `HoodieWriteStat` defined inline.
+REPLACE_COMMIT_METADATA_FILE: dict[str, Any] = {
+    **REPLACE_COMMIT_METADATA, "fields": [COMMIT_METADATA["fields"][0], *REPLACE_COMMIT_METADATA["fields"][1:]],
+}
+
 REQUESTED_REPLACE_METADATA: dict[str, Any] = _record("HoodieRequestedReplaceMetadata", [
     _opt("operationType", "string"),
     _opt("clusteringPlan", _record("HoodieClusteringPlan", [
@@ -359,6 +364,21 @@ ARCHIVED_META_ENTRY: dict[str, Any] = _define_once(_record("HoodieArchivedMetaEn
     _opt("HoodieInflightReplaceMetadata", "HoodieCommitMetadata"),
     _opt("hoodieIndexCommitMetadata", INDEX_COMMIT_METADATA),
 ]), set())
+
+# -- LSM timeline history (table versions 8 and 9) ----------------------------------------------------
+# `.hoodie/timeline/history/<min>_<max>_<level>.parquet` rows: one per archived instant, its completed
+# file's bytes as `metadata` and its plan (requested or inflight file) as `plan`
+# (`HoodieLSMTimelineInstant.avsc`; `MetadataConversionUtils.createLSMTimelineInstant`).
+
+LSM_TIMELINE_INSTANT: dict[str, Any] = _record("HoodieLSMTimelineInstant", [
+    _opt("instantTime", "string"),
+    _opt("completionTime", "string"),
+    _opt("action", "string"),
+    _opt("metadata", "bytes"),
+    _opt("plan", "bytes"),
+    _field("version", "int", default=1),
+])
+
 
 _PARSED: dict[int, tuple[dict[str, Any], Any]] = {}
 
