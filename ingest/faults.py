@@ -15,7 +15,8 @@
   history compaction wrote its merged file (`ingest.hudi.timeline.lsm_history`).
 * `mid_properties`: a rewrite of `hoodie.properties` has deleted the file; only its backup is left.
 * `upgrade_rolled_back`, `upgrade_compacted`, `upgrade_mid_timeline` (one instant file moved),
-  `upgrade_timeline_moved`: `ingest upgrade` finished that step; the properties are not rewritten yet.
+  `upgrade_timeline_moved`, `upgrade_archive_converted`: `ingest upgrade` finished that step; the
+  properties are not rewritten yet.
 
 `INGEST_PAUSE_AT=<point>` instead stops the process there, alive, after printing `paused at <point>`
 to stderr: a test can then kill it with the signal it wants (SIGKILL), as an operator would.

@@ -13,8 +13,8 @@ write to an older table (`hoodie.write.auto.upgrade`). Under the writer lease, e
    sliced wrongly by completion time at 8 and 9;
 3. move the timeline into `.hoodie/timeline/`, completed instants named with their completion time and
    commit metadata rewritten as Avro (`ingest.hudi.services.upgrade_timeline`);
-4. convert the archived timeline into the LSM history (`SevenToEightUpgradeHandler.upgradeToLSMTimeline`):
-   not done yet, so a table with archived instants is refused before anything changes;
+4. convert the archived timeline into the LSM history (`SevenToEightUpgradeHandler.upgradeToLSMTimeline`,
+   `ingest.hudi.services.archiver.convert_to_lsm_history`); `.hoodie/archived` stays, as Hudi leaves it;
 5. rewrite `hoodie.properties` (`ingest.hudi.services.upgrade_properties`), last, through the backup
    protocol: until then the table is at version 6 for every reader, and a crash at any step is
    finished by running the upgrade again (a version-6 table whose instants are partly in
@@ -36,7 +36,7 @@ from ingest.hudi.config import properties_file
 from ingest.hudi.config.service_settings import CompactionSettings, CompactionStrategy, TriggerStrategy
 from ingest.hudi.config.table_config import TableConfig, TableConfigKey
 from ingest.hudi.config.table_version import TableVersion
-from ingest.hudi.services import compaction, upgrade_properties, upgrade_timeline
+from ingest.hudi.services import archiver, compaction, upgrade_properties, upgrade_timeline
 from ingest.hudi.table import metadata_table
 from ingest.hudi.table.lock_provider import LockSettings
 from ingest.hudi.table.table import HudiTable
@@ -62,6 +62,7 @@ class UpgradeResult:
     rolled_back: tuple[str, ...] = ()
     compacted: tuple[str, ...] = ()
     moved: int = 0
+    history_files: int = 0  # LSM history files the archived timeline was converted into
     resumed: bool = False
 
     @property
@@ -73,12 +74,8 @@ class UpgradeResult:
             return f"{path} is already at table version {self.to_version}; nothing to do"
         return (f"upgraded {path} from table version {self.from_version} to {self.to_version}"
                 f"{' (resumed)' if self.resumed else ''}: rolled back {list(self.rolled_back)}, "
-                f"compacted {list(self.compacted)}, {self.moved} timeline file(s) moved")
-
-
-def _archived(storage: Storage, config: TableConfig) -> list[str]:
-    folder = f"{METAFOLDER}/{config.raw(TableConfigKey.ARCHIVELOG_FOLDER)}"
-    return [e.name for e in storage.list(folder) if not e.is_dir]
+                f"compacted {list(self.compacted)}, {self.moved} timeline file(s) moved, "
+                f"{self.history_files} history file(s) written from the archived timeline")
 
 
 def _moving_started(storage: Storage) -> bool:
@@ -96,12 +93,6 @@ def _check(table: HudiTable, target: TableVersion) -> upgrade_properties.Propert
     upgrade_properties.check_upgradable(table.config, target, where)
     changes = upgrade_properties.changes(table.config, target)
     TableConfig(changes.applied_to(dict(table.config.props))).check_supported(where, write=True)
-    if not current.has_completion_times:
-        archived = _archived(table.storage, table.config)
-        if archived:
-            raise UnsupportedTable(f"{where} has {len(archived)} archived timeline file(s): converting them into the "
-                                   "LSM history (SevenToEightUpgradeHandler.upgradeToLSMTimeline) is not done by "
-                                   "ingest yet; nothing was changed")
     if not current.has_completion_times and _moving_started(table.storage):
         return changes  # steps 1 and 2 are done; what they needed was checked before they ran
     clustering = table.timeline().pending(Action.REPLACE_COMMIT, Action.CLUSTERING)
@@ -176,17 +167,17 @@ def upgrade(path: str, to_version: int, *, storage_options: Mapping[str, Any] | 
                 raise UnsupportedTable(f"{table.base_url}: file slices with log files are left after compacting "
                                        "(a compaction another executor runs?); run the upgrade again once it is done")
             crash_point("upgrade_compacted")
-        moved = 0
+        moved = converted = 0
         if moving:
             upgraded = TableConfig(changes.applied_to(dict(table.config.props)))
             moved = upgrade_timeline.move_timeline(storage, TimelineLayout.of(upgraded),
                                                    upgraded.raw(TableConfigKey.TIMELINE_HISTORY_PATH),
                                                    table.config.timeline_zone)
             crash_point("upgrade_timeline_moved")
-            # 4. The archived timeline: `_check` refuses a table that has one until its conversion into the
-            #    LSM history (`upgradeToLSMTimeline`, after the move, before the properties) is called here.
+            converted = len(archiver.convert_to_lsm_history(storage, TimelineLayout.of(upgraded)))
+            crash_point("upgrade_archive_converted")
         lock.check()
         properties_file.modify(storage, changes.updates, tuple(sorted(changes.deletes)))
-    result = UpgradeResult(start.number, target.number, rolled_back, compacted, moved, resumed)
+    result = UpgradeResult(start.number, target.number, rolled_back, compacted, moved, converted, resumed)
     log.info("%s", result.line(path))
     return result

@@ -29,7 +29,7 @@ from ingest.hudi.avro import avro_models
 from ingest.hudi.config.service_settings import ServiceSettings
 from ingest.hudi.config.table_config import TableConfig
 from ingest.hudi.config.table_version import TableVersion
-from ingest.hudi.services import upgrade_properties
+from ingest.hudi.services import lsm_archival, upgrade_properties
 from ingest.hudi.table.snapshot import read_snapshot
 from ingest.hudi.table.table import HudiTable
 from ingest.hudi.timeline.commit_metadata import AVRO_MAGIC, decode_metadata, upgraded_metadata
@@ -278,22 +278,42 @@ def test_same_version_is_a_no_op_and_a_downgrade_is_refused(tmp_path, capsys):
     assert sorted(str(p.relative_to(path)) for p in path.rglob("*") if ".aux" not in p.parts) == files
 
 
-def test_archived_instants_refuse_the_upgrade_before_anything_changes(tmp_path, capsys):
-    """`SevenToEightUpgradeHandler.upgradeToLSMTimeline` converts a non-empty `.hoodie/archived` into the
-    LSM history; ingest does not yet, so it refuses in one line and changes nothing."""
+def test_archived_instants_are_converted_into_the_lsm_history(tmp_path):
+    """`SevenToEightUpgradeHandler.upgradeToLSMTimeline` writes every completed instant of the version-6
+    archived timeline (`LegacyArchivedMetaEntryReader`) into the LSM history before the properties change;
+    `.hoodie/archived` stays where it is. After the upgrade every archived instant is in the history once,
+    none is on the active timeline, and hudi-rs and our reader read the model's rows, also after more
+    writes at 9. A crash right after the conversion, then a re-run, gives the same history."""
     w = ModelWriter(tmp_path / "t")
     rng = random.Random(2)
     for n in range(1, 8):
         w.write(random_batch(rng, n, keys=8, size=4))
     settings = ServiceSettings.from_mapping({"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3",
                                              "hoodie.cleaner.commits.retained": "1"})
-    assert services.archive(w.path, settings).archived
-    path = Path(w.path)
-    files = {str(p.relative_to(path)): p.stat().st_mtime for p in path.rglob("*")}
-    assert main(["upgrade", str(path), "--to", "9"]) == 1
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "archived timeline file(s)" in err[0] and "nothing was changed" in err[0]
-    assert {str(p.relative_to(path)): p.stat().st_mtime for p in path.rglob("*")} == files
+    archived = services.archive(w.path, settings).archived
+    assert archived
+    crashed = tmp_path / "crashed"
+    shutil.copytree(w.path, crashed)
+
+    assert main(["upgrade", w.path, "--to", "9"]) == 0
+    table = HudiTable.open(w.path)
+    history = [r["instantTime"] for r in lsm_archival.history_of(table.storage, table.layout).read()]
+    assert sorted(history) == sorted(set(history)) and set(archived) <= set(history)
+    assert not set(history) & {i.timestamp for i in table.timeline().instants}
+    assert any((Path(w.path) / ".hoodie" / "archived").iterdir())
+    assert sorted(hudi_rs_rows(w.path)) == sorted(w.expected())
+    assert our_rows(w.path) == w.expected()
+    w.write(random_batch(rng, 8, keys=8, size=4))
+    assert sorted(hudi_rs_rows(w.path)) == sorted(w.expected())
+    assert hudi_invariants.check(Path(w.path), bucket_index=True)["schemas"] > 0
+
+    done = subprocess.run([sys.executable, "-m", "ingest", "upgrade", str(crashed), "--to", "9"],
+                          env={**os.environ, "INGEST_CRASH_AT": "upgrade_archive_converted"},
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == CRASH_EXIT_CODE, done.stderr
+    assert main(["upgrade", str(crashed), "--to", "9"]) == 0
+    again = HudiTable.open(str(crashed))
+    assert [r["instantTime"] for r in lsm_archival.history_of(again.storage, again.layout).read()] == history
 
 
 def test_eight_to_nine_after_eight_writes_compacts_or_refuses(tmp_path, capsys):
