@@ -89,8 +89,8 @@ _PENDING_WRITES = (Action.DELTA_COMMIT, Action.COMMIT, Action.REPLACE_COMMIT, Ac
 
 def check_writable(table: HudiTable, service: str = "compaction") -> None:
     """Table services write what writers write (Merge-On-Read), and only at the versions whose plans and
-    metadata ingest writes for them (`TableVersion.runs`: compaction and cleaning at 6, 8 and 9, archival
-    at 6): a table opened for reading may be one they must not touch."""
+    metadata ingest writes for them (`TableVersion.runs`: today every service at 6, 8 and 9): a table
+    opened for reading may be one they must not touch."""
     table.config.check_supported(table.base_url, write=True)
     if not table.version.runs(service):
         raise UnsupportedTable(services_refusal(table, service))
