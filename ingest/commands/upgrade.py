@@ -11,8 +11,7 @@ from __future__ import annotations
 import argparse
 
 from ingest import upgrade
-from ingest.commands.args import add_path, add_set
-from ingest.commands.services import _hudi_lock
+from ingest.commands.args import add_path, add_set, hudi_lock
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -30,6 +29,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_upgrade(args: argparse.Namespace) -> int:
-    result = upgrade.upgrade(args.path, args.to_version, hudi_lock=_hudi_lock(args))
+    result = upgrade.upgrade(args.path, args.to_version, hudi_lock=hudi_lock(args))
     print(result.line(args.path))
     return 0
