@@ -7,11 +7,11 @@ import pyarrow as pa
 from test_sink import FIXTURE_SETTINGS
 
 from ingest.hudi.avro import schema as avro
-from ingest.hudi.merge.merge_order import hash_map_order
 from ingest.hudi.parquet.base_file import read_base_file
 from ingest.hudi.table.snapshot import context
 from ingest.hudi.table.table import HudiTable
 from ingest.write.batch import LocalWriter
+from ingest.write.merge_order import hash_map_order
 from ingest.write.options import IndexOptions, IndexType, WriteOptions
 
 TRIPS = pa.schema([("ts", pa.int64()), ("uuid", pa.string()), ("rider", pa.string()), ("driver", pa.string()),

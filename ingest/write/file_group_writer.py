@@ -39,7 +39,6 @@ from ingest.hudi.log.data_block import DATA_BLOCK_VERSION, data_block_header
 from ingest.hudi.log.delete_block import NO_ORDERING_VALUE, DeleteRecord, delete_block
 from ingest.hudi.log.log_block import BlockType, block_parts, encode_log_block
 from ingest.hudi.log.log_reader import corrupt_block_instant, ends_in_whole_block, iter_log_blocks
-from ingest.hudi.merge.merge_order import merge_order
 from ingest.hudi.merge.precombine import KEY, PARTITION
 from ingest.hudi.parquet.base_file import (
     BaseFileOptions,
@@ -52,6 +51,7 @@ from ingest.hudi.table import markers
 from ingest.hudi.table.file_names import BaseFileName, LogFileName, make_write_token
 from ingest.hudi.timeline.commit_metadata import NULL_COMMIT, RuntimeStats, WriteStat
 from ingest.storage import Storage, data_size
+from ingest.write.merge_order import merge_order
 
 log = logging.getLogger(__name__)
 

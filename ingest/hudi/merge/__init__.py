@@ -1,3 +1,2 @@
-"""Merging records of one key (`HoodieRecordMerger`, pre-combining by ordering value), and the order
-a merge writes a base file's records in (`HoodieMergeHandle`).
+"""Merging records of one key (`HoodieRecordMerger`, pre-combining by ordering value).
 """
