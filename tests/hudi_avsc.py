@@ -140,6 +140,169 @@ ROLLBACK_PLAN_0_15 = """{"namespace": "org.apache.hudi.avro.model", "type": "rec
 }"""
 
 
+# Hudi 1.x's timeline schemas as `hudi-common/src/main/avro` declares them, for the records ingest writes
+# at table versions 8 and 9 (`TimelineMetadataUtils.serializeAvroMetadata` writes each file as an Avro
+# container of one record of the generated class). Sources: `HoodieCommitMetadata.avsc` at apache/hudi
+# d5e5c40 (1.x: `compacted`, the log-file fields of `HoodieWriteStat`, `HoodieRuntimeStats`; equal to
+# the writer schema Hudi 1.1.1 embedded in the v9 fixtures' deltacommits); `HoodieCompactionPlan` as
+# Hudi 1.1.1 embedded it in the fixtures' `.compaction.requested` (the stored `HoodieCompactionOperation.avsc`
+# predates 1.x's `strategy`, `preserveHoodieMetadata` and `missingSchedulePartitions`);
+# `HoodieCleanerPlan.avsc` at ac3ae4a, `HoodieCleanMetadata.avsc` at 826de77 with
+# `HoodieCleanPartitionMetadata.avsc` at 655551e; `HoodieRollbackPlan`/`HoodieRollbackMetadata` are 0.15's
+# texts above, unchanged in 1.x (1.x's `HoodieTableMetadataUtil` still calls `getLogFilesFromFailedCommit`).
+# With `INGEST_HUDI_AVSC_DIR` set, `hudi_1x_schema` reads the folder instead (e.g. release-1.2's avro dir).
+COMMIT_METADATA_1_X = """{"namespace": "org.apache.hudi.avro.model", "type": "record", "name": "HoodieCommitMetadata",
+  "fields": [
+    {"name": "partitionToWriteStats", "default": null, "type": ["null", {"type": "map", "values": {"type": "array",
+      "items": {"name": "HoodieWriteStat", "type": "record", "fields": [
+        {"name": "fileId", "type": ["null", "string"], "default": null},
+        {"name": "path", "type": ["null", "string"], "default": null},
+        {"name": "prevCommit", "type": ["null", "string"], "default": null},
+        {"name": "numWrites", "type": ["null", "long"], "default": null},
+        {"name": "numDeletes", "type": ["null", "long"], "default": null},
+        {"name": "numUpdateWrites", "type": ["null", "long"], "default": null},
+        {"name": "totalWriteBytes", "type": ["null", "long"], "default": null},
+        {"name": "totalWriteErrors", "type": ["null", "long"], "default": null},
+        {"name": "partitionPath", "type": ["null", "string"], "default": null},
+        {"name": "totalLogRecords", "type": ["null", "long"], "default": null},
+        {"name": "totalLogFiles", "type": ["null", "long"], "default": null},
+        {"name": "totalUpdatedRecordsCompacted", "type": ["null", "long"], "default": null},
+        {"name": "numInserts", "type": ["null", "long"], "default": null},
+        {"name": "totalLogBlocks", "type": ["null", "long"], "default": null},
+        {"name": "totalCorruptLogBlock", "type": ["null", "long"], "default": null},
+        {"name": "totalRollbackBlocks", "type": ["null", "long"], "default": null},
+        {"name": "fileSizeInBytes", "type": ["null", "long"], "default": null},
+        {"name": "logVersion", "type": ["null", "int"], "default": null},
+        {"name": "logOffset", "type": ["null", "long"], "default": null},
+        {"name": "baseFile", "type": ["null", "string"], "default": null},
+        {"name": "logFiles", "type": ["null", {"type": "array", "items": "string", "default": null}], "default": null},
+        {"name": "cdcStats", "type": ["null", {"type": "map", "values": "long", "default": null}], "default": null},
+        {"name": "prevBaseFile", "type": ["null", "string"], "default": null},
+        {"name": "minEventTime", "type": ["null", "long"], "default": null},
+        {"name": "maxEventTime", "type": ["null", "long"], "default": null},
+        {"name": "runtimeStats", "default": null, "type": ["null", {"type": "record", "name": "HoodieRuntimeStats",
+          "fields": [{"name": "totalScanTime", "type": ["null", "long"], "default": null},
+                     {"name": "totalCreateTime", "type": ["null", "long"], "default": null},
+                     {"name": "totalUpsertTime", "type": ["null", "long"], "default": null}]}]},
+        {"name": "totalLogFilesCompacted", "type": ["null", "long"], "default": null},
+        {"name": "totalLogReadTimeMs", "type": ["null", "long"], "default": null},
+        {"name": "totalLogSizeCompacted", "type": ["null", "long"], "default": null},
+        {"name": "tempPath", "type": ["null", "string"], "default": null},
+        {"name": "numUpdates", "type": ["null", "long"], "default": null}
+      ]}}}]},
+    {"name": "compacted", "type": ["null", "boolean"], "default": null},
+    {"name": "extraMetadata", "type": ["null", {"type": "map", "values": "string", "default": null}], "default": null},
+    {"name": "version", "type": ["int", "null"], "default": 1},
+    {"name": "operationType", "type": ["null", "string"], "default": null}
+  ]
+}"""
+
+COMPACTION_PLAN_1_X = """{"namespace": "org.apache.hudi.avro.model", "type": "record", "name": "HoodieCompactionPlan",
+  "fields": [
+    {"name": "operations", "default": null, "type": ["null", {"type": "array", "items": {
+      "name": "HoodieCompactionOperation", "type": "record", "fields": [
+        {"name": "baseInstantTime", "type": ["null", "string"]},
+        {"name": "deltaFilePaths", "type": ["null", {"type": "array", "items": "string"}], "default": null},
+        {"name": "dataFilePath", "type": ["null", "string"], "default": null},
+        {"name": "fileId", "type": ["null", "string"]},
+        {"name": "partitionPath", "type": ["null", "string"], "default": null},
+        {"name": "metrics", "type": ["null", {"type": "map", "values": "double"}], "default": null},
+        {"name": "bootstrapFilePath", "type": ["null", "string"], "default": null}]}}]},
+    {"name": "extraMetadata", "type": ["null", {"type": "map", "values": "string"}], "default": null},
+    {"name": "version", "type": ["int", "null"], "default": 1},
+    {"name": "strategy", "default": null, "type": ["null", {"type": "record", "name": "HoodieCompactionStrategy",
+      "fields": [
+        {"name": "compactorClassName", "type": ["null", "string"], "default": null},
+        {"name": "strategyParams", "type": ["null", {"type": "map", "values": "string"}], "default": null},
+        {"name": "version", "type": ["int", "null"], "default": 1}]}]},
+    {"name": "preserveHoodieMetadata", "type": ["boolean", "null"], "default": false},
+    {"name": "missingSchedulePartitions", "type": ["null", {"type": "array", "items": "string"}], "default": null}
+  ]
+}"""
+
+CLEANER_PLAN_1_X = """{"namespace": "org.apache.hudi.avro.model", "type": "record", "name": "HoodieCleanerPlan",
+  "fields": [
+    {"name": "earliestInstantToRetain", "default": null, "type": ["null", {"type": "record",
+      "name": "HoodieActionInstant", "fields": [{"name": "timestamp", "type": "string"},
+        {"name": "action", "type": "string"}, {"name": "state", "type": "string"}]}]},
+    {"name": "lastCompletedCommitTimestamp", "type": "string", "default": ""},
+    {"name": "policy", "type": "string"},
+    {"name": "filesToBeDeletedPerPartition", "default": null, "type": ["null", {"type": "map", "values": {
+      "type": "array", "items": {"name": "filePath", "type": "string"}}}]},
+    {"name": "version", "type": ["int", "null"], "default": 1},
+    {"name": "filePathsToBeDeletedPerPartition", "default": null, "type": ["null", {"type": "map", "values": {
+      "type": "array", "items": {"name": "HoodieCleanFileInfo", "type": "record", "fields": [
+        {"name": "filePath", "type": ["null", "string"], "default": null},
+        {"name": "isBootstrapBaseFile", "type": ["null", "boolean"], "default": null}]}}}]},
+    {"name": "partitionsToBeDeleted", "type": ["null", {"type": "array", "items": "string"}], "default": null},
+    {"name": "extraMetadata", "type": ["null", {"type": "map", "values": "string", "default": null}], "default": null}
+  ]
+}"""
+
+CLEAN_METADATA_1_X = """{"namespace": "org.apache.hudi.avro.model", "type": "record", "name": "HoodieCleanMetadata",
+  "fields": [
+    {"name": "startCleanTime", "type": "string"},
+    {"name": "timeTakenInMillis", "type": "long"},
+    {"name": "totalFilesDeleted", "type": "int"},
+    {"name": "earliestCommitToRetain", "type": "string"},
+    {"name": "lastCompletedCommitTimestamp", "type": "string", "default": ""},
+    {"name": "partitionMetadata", "type": {"type": "map", "values": {"type": "record",
+      "name": "HoodieCleanPartitionMetadata", "fields": [
+        {"name": "partitionPath", "type": "string"},
+        {"name": "policy", "type": "string"},
+        {"name": "deletePathPatterns", "type": {"type": "array", "items": "string"}},
+        {"name": "successDeleteFiles", "type": {"type": "array", "items": "string"}},
+        {"name": "failedDeleteFiles", "type": {"type": "array", "items": "string"}},
+        {"name": "isPartitionDeleted", "type": ["null", "boolean"], "default": null}]}}},
+    {"name": "version", "type": ["int", "null"], "default": 1},
+    {"name": "bootstrapPartitionMetadata", "default": null, "type": ["null", {"type": "map",
+      "values": "HoodieCleanPartitionMetadata", "default": null}]},
+    {"name": "extraMetadata", "type": ["null", {"type": "map", "values": "string", "default": null}], "default": null}
+  ]
+}"""
+
+_PINNED_1_X = {
+    "HoodieCommitMetadata": COMMIT_METADATA_1_X,
+    "HoodieCompactionPlan": COMPACTION_PLAN_1_X,
+    "HoodieCleanerPlan": CLEANER_PLAN_1_X,
+    "HoodieCleanMetadata": CLEAN_METADATA_1_X,
+    "HoodieRollbackPlan": ROLLBACK_PLAN_0_15,
+    "HoodieRollbackMetadata": ROLLBACK_METADATA_0_15,
+}
+HUDI_1X_RECORDS = frozenset(_PINNED_1_X)
+
+
+def hudi_1x_schema(name: str) -> Any:
+    """Hudi 1.x's schema of timeline record `name` (standalone, parsed), from `INGEST_HUDI_AVSC_DIR` when
+    set, else the text pinned above."""
+    return hudi_schema(name) or parse_hudi_text(_PINNED_1_X[name])
+
+
+def shape(node: Any, names: dict | None = None) -> Any:
+    """An Avro schema reduced to what Avro resolution and Hudi's generated classes depend on: record
+    full names, field names and order, types (unions in order) and field defaults; a named type is the
+    same whether defined inline or referenced by name. Docs and `avro.java.string` are dropped."""
+    names = {} if names is None else names
+    if isinstance(node, str):
+        if node in _PRIMITIVES:
+            return node
+        return names.get(node.rsplit(".", 1)[-1], node)
+    if isinstance(node, list):
+        return [shape(n, names) for n in node]
+    kind = node["type"]
+    if kind == "record":
+        full = node["name"] if "." in node["name"] else f"{node.get('namespace', '')}.{node['name']}"
+        fields = tuple((f["name"], json.dumps(shape(f["type"], names)), json.dumps(f.get("default", "-")))
+                       for f in node["fields"])
+        names[node["name"].rsplit(".", 1)[-1]] = ["record", full, [list(f) for f in fields]]
+        return names[node["name"].rsplit(".", 1)[-1]]
+    if kind == "array":
+        return ["array", shape(node["items"], names)]
+    if kind == "map":
+        return ["map", shape(node["values"], names)]
+    return shape(kind, names)
+
+
 def parse_hudi_text(text: str) -> Any:
     """An .avsc text parsed as Avro Java parses it (comments skipped, `HoodieInstantInfo` known)."""
     import fastavro
