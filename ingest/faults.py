@@ -23,6 +23,11 @@ import time
 
 CRASH_EXIT_CODE = 86
 
+# Every point a `crash_point` call names, in the order a write and the services reach them; tests inject
+# a crash at each (tests/test_table_semantics.py), so a new point is listed here.
+POINTS = ("after_data_write", "mid_commit", "after_commit", "mid_rollback", "before_rollback_complete",
+          "mid_compaction", "mid_clean", "mid_archive")
+
 
 def crash_point(name: str) -> None:
     spec = os.environ.get("INGEST_CRASH_AT")

@@ -226,6 +226,8 @@ def check_timeline_names(table: Path) -> int:
 def _records(schema) -> dict[str, list]:
     """Every record of a schema by short name: [full name, [(field, type shape, default), ...]]."""
     names: dict[str, list] = {}
+    for named in schema.get("__named_schemas", {}).values():  # fastavro's parsed form names its records
+        shape(named, names)
     shape(schema, names)
     return {k: v[1:] for k, v in names.items()}
 

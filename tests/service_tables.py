@@ -118,3 +118,44 @@ def data_files(path: Path | str) -> set[str]:
             continue
         out.update(str(rel / f) if rel.parts else f for f in files)
     return out
+
+
+# -- the services a table version allows -------------------------------------------------------------------
+
+SERVICES = ("compaction", "cleaning", "archival")
+
+# Small thresholds, so a few commits give every service work: compaction after two deltacommits, one
+# file version kept, archival between four and six instants.
+SMALL_SERVICE_SETTINGS = {
+    "hoodie.compact.inline.max.delta.commits": "2",
+    "hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS", "hoodie.cleaner.fileversions.retained": "1",
+    "hoodie.cleaner.commits.retained": "2", "hoodie.keep.min.commits": "4", "hoodie.keep.max.commits": "6",
+}
+
+
+def allowed_services(version) -> frozenset[str]:
+    """The table services ingest runs at this `TableVersion`. The one place that asks: the per-service
+    flags (`.compaction`, `.cleaning`, `.archival`) where `TableVersion` has them, else `.services`."""
+    if all(hasattr(version, s) for s in SERVICES):
+        return frozenset(s for s in SERVICES if getattr(version, s))
+    return frozenset(SERVICES) if getattr(version, "services", False) else frozenset()
+
+
+def service_settings(version, **overrides: str):
+    """`SMALL_SERVICE_SETTINGS` with inline compaction, each service on only where the version allows it."""
+    from ingest.hudi.config.service_settings import ServiceSettings
+
+    allowed = allowed_services(version)
+    flags = {"hoodie.compact.inline": str("compaction" in allowed).lower(),
+             "hoodie.clean.automatic": str("cleaning" in allowed).lower(),
+             "hoodie.archive.automatic": str("archival" in allowed).lower()}
+    return ServiceSettings.from_mapping({**SMALL_SERVICE_SETTINGS, **flags, **overrides})
+
+
+def run_allowed_services(table: HudiTable):
+    """A writer's inline services after a commit (`run_inline_services`), those the version allows."""
+    from ingest.services import ServicesRun, run_inline_services
+
+    if not allowed_services(table.version):
+        return ServicesRun()
+    return run_inline_services(table, service_settings(table.version))
