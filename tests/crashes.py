@@ -12,8 +12,10 @@ Which work reaches which point:
 * the rollback a write starts with: `mid_rollback`, `before_rollback_complete`: a first child leaves a
   failed write behind (`after_data_write`), the second dies rolling it back;
 * a table service: `mid_compaction` (a plan is scheduled first), `mid_clean` (after a compaction, which
-  leaves older slices to clean), `mid_archive`, only at
-  table versions whose services ingest runs (`service_tables.allowed_services`).
+  leaves older slices to clean), `mid_archive` and, at layout 2, the LSM history's `lsm_after_file`,
+  `lsm_after_manifest`, `lsm_version_deleted`; only at table versions whose services ingest runs
+  (`service_tables.allowed_services`);
+* elsewhere (`ELSEWHERE`): the points a write scenario does not reach, each crashed in the test named.
 """
 
 from __future__ import annotations
@@ -34,8 +36,17 @@ from ingest.write.options import WriteOptions
 
 WRITE_POINTS = ("after_data_write", "mid_commit", "after_commit")
 ROLLBACK_POINTS = ("mid_rollback", "before_rollback_complete")
-SERVICE_POINTS = {"mid_compaction": "compaction", "mid_clean": "cleaning", "mid_archive": "archival"}
-assert set(faults.POINTS) == {*WRITE_POINTS, *ROLLBACK_POINTS, *SERVICE_POINTS}, "a fault point without a scenario"
+SERVICE_POINTS = {"mid_compaction": "compaction", "mid_clean": "cleaning", "mid_archive": "archival",
+                  "lsm_after_file": "archival", "lsm_after_manifest": "archival", "lsm_version_deleted": "archival"}
+LSM_POINTS = ("lsm_after_file", "lsm_after_manifest", "lsm_version_deleted")
+ELSEWHERE = {
+    "lsm_after_compacted_file": "tests/test_lsm_history.py (it needs ten history files)",
+    "mid_properties": "tests/test_upgrade.py",
+    **{p: "tests/test_upgrade.py" for p in faults.POINTS if p.startswith("upgrade_")},
+}
+SCENARIO_POINTS = tuple(p for p in faults.POINTS if p not in ELSEWHERE)
+assert set(faults.POINTS) == {*WRITE_POINTS, *ROLLBACK_POINTS, *SERVICE_POINTS, *ELSEWHERE}, \
+    "a fault point without a scenario"
 
 
 def in_child(point: str, work: Callable[[], object]) -> bool:
@@ -60,7 +71,10 @@ def in_child(point: str, work: Callable[[], object]) -> bool:
 
 
 def reachable(point: str, version) -> bool:
-    """Whether ingest reaches `point` on a table of this `TableVersion` (services only where it runs them)."""
+    """Whether ingest reaches `point` on a table of this `TableVersion` (services only where it runs them,
+    the LSM history's points only where archival writes it)."""
+    if point in LSM_POINTS and not version.lsm_history:
+        return False
     return point not in SERVICE_POINTS or SERVICE_POINTS[point] in allowed_services(version)
 
 
@@ -90,4 +104,4 @@ def inject(point: str, options: WriteOptions, data: pa.Table) -> tuple[bool, boo
             if instant is not None:
                 compaction.execute(table, instant)
         return in_child(point, lambda: cleaner.clean(table, settings.clean, force=True)), False
-    return in_child(point, lambda: archiver.archive(table, settings)), False
+    return in_child(point, lambda: archiver.archive(table, settings)), False  # mid_archive, lsm_*

@@ -140,18 +140,10 @@ ROLLBACK_PLAN_0_15 = """{"namespace": "org.apache.hudi.avro.model", "type": "rec
 }"""
 
 
-# Hudi 1.x's timeline schemas as `hudi-common/src/main/avro` declares them, for the records ingest writes
-# at table versions 8 and 9 (`TimelineMetadataUtils.serializeAvroMetadata` writes each file as an Avro
-# container of one record of the generated class). Sources: `HoodieCommitMetadata.avsc` at apache/hudi
-# d5e5c40 (1.x: `compacted`, the log-file fields of `HoodieWriteStat`, `HoodieRuntimeStats`; equal to
-# the writer schema Hudi 1.1.1 embedded in the v9 fixtures' deltacommits); `HoodieCompactionPlan` as
-# Hudi 1.1.1 embedded it in the fixtures' `.compaction.requested` (the stored `HoodieCompactionOperation.avsc`
-# predates 1.x's `strategy`, `preserveHoodieMetadata` and `missingSchedulePartitions`);
-# `HoodieCleanerPlan.avsc` at ac3ae4a, `HoodieCleanMetadata.avsc` at 826de77 with
-# `HoodieCleanPartitionMetadata.avsc` at 655551e; `HoodieRollbackPlan`/`HoodieRollbackMetadata` are 0.15's
-# texts above, unchanged in 1.x (1.x's `HoodieTableMetadataUtil` still calls `getLogFilesFromFailedCommit`).
-# With `INGEST_HUDI_AVSC_DIR` set, `hudi_1x_schema` reads the folder instead (e.g. release-1.2's avro dir).
-COMMIT_METADATA_1_X = """{"namespace": "org.apache.hudi.avro.model", "type": "record", "name": "HoodieCommitMetadata",
+# Hudi 1.x's `HoodieCommitMetadata` (`hudi-common/src/main/avro/HoodieCommitMetadata.avsc` at apache/hudi
+# d5e5c40: `compacted`, the log-file fields of `HoodieWriteStat`, `HoodieRuntimeStats`), equal to the
+# writer schema Hudi 1.0 and 1.1.1 embedded in the v8 and v9 fixtures' deltacommits (`CommitMetadataSerDeV2`).
+COMMIT_METADATA_1_2 = """{"namespace": "org.apache.hudi.avro.model", "type": "record", "name": "HoodieCommitMetadata",
   "fields": [
     {"name": "partitionToWriteStats", "default": null, "type": ["null", {"type": "map", "values": {"type": "array",
       "items": {"name": "HoodieWriteStat", "type": "record", "fields": [
@@ -197,87 +189,6 @@ COMMIT_METADATA_1_X = """{"namespace": "org.apache.hudi.avro.model", "type": "re
   ]
 }"""
 
-COMPACTION_PLAN_1_X = """{"namespace": "org.apache.hudi.avro.model", "type": "record", "name": "HoodieCompactionPlan",
-  "fields": [
-    {"name": "operations", "default": null, "type": ["null", {"type": "array", "items": {
-      "name": "HoodieCompactionOperation", "type": "record", "fields": [
-        {"name": "baseInstantTime", "type": ["null", "string"]},
-        {"name": "deltaFilePaths", "type": ["null", {"type": "array", "items": "string"}], "default": null},
-        {"name": "dataFilePath", "type": ["null", "string"], "default": null},
-        {"name": "fileId", "type": ["null", "string"]},
-        {"name": "partitionPath", "type": ["null", "string"], "default": null},
-        {"name": "metrics", "type": ["null", {"type": "map", "values": "double"}], "default": null},
-        {"name": "bootstrapFilePath", "type": ["null", "string"], "default": null}]}}]},
-    {"name": "extraMetadata", "type": ["null", {"type": "map", "values": "string"}], "default": null},
-    {"name": "version", "type": ["int", "null"], "default": 1},
-    {"name": "strategy", "default": null, "type": ["null", {"type": "record", "name": "HoodieCompactionStrategy",
-      "fields": [
-        {"name": "compactorClassName", "type": ["null", "string"], "default": null},
-        {"name": "strategyParams", "type": ["null", {"type": "map", "values": "string"}], "default": null},
-        {"name": "version", "type": ["int", "null"], "default": 1}]}]},
-    {"name": "preserveHoodieMetadata", "type": ["boolean", "null"], "default": false},
-    {"name": "missingSchedulePartitions", "type": ["null", {"type": "array", "items": "string"}], "default": null}
-  ]
-}"""
-
-CLEANER_PLAN_1_X = """{"namespace": "org.apache.hudi.avro.model", "type": "record", "name": "HoodieCleanerPlan",
-  "fields": [
-    {"name": "earliestInstantToRetain", "default": null, "type": ["null", {"type": "record",
-      "name": "HoodieActionInstant", "fields": [{"name": "timestamp", "type": "string"},
-        {"name": "action", "type": "string"}, {"name": "state", "type": "string"}]}]},
-    {"name": "lastCompletedCommitTimestamp", "type": "string", "default": ""},
-    {"name": "policy", "type": "string"},
-    {"name": "filesToBeDeletedPerPartition", "default": null, "type": ["null", {"type": "map", "values": {
-      "type": "array", "items": {"name": "filePath", "type": "string"}}}]},
-    {"name": "version", "type": ["int", "null"], "default": 1},
-    {"name": "filePathsToBeDeletedPerPartition", "default": null, "type": ["null", {"type": "map", "values": {
-      "type": "array", "items": {"name": "HoodieCleanFileInfo", "type": "record", "fields": [
-        {"name": "filePath", "type": ["null", "string"], "default": null},
-        {"name": "isBootstrapBaseFile", "type": ["null", "boolean"], "default": null}]}}}]},
-    {"name": "partitionsToBeDeleted", "type": ["null", {"type": "array", "items": "string"}], "default": null},
-    {"name": "extraMetadata", "type": ["null", {"type": "map", "values": "string", "default": null}], "default": null}
-  ]
-}"""
-
-CLEAN_METADATA_1_X = """{"namespace": "org.apache.hudi.avro.model", "type": "record", "name": "HoodieCleanMetadata",
-  "fields": [
-    {"name": "startCleanTime", "type": "string"},
-    {"name": "timeTakenInMillis", "type": "long"},
-    {"name": "totalFilesDeleted", "type": "int"},
-    {"name": "earliestCommitToRetain", "type": "string"},
-    {"name": "lastCompletedCommitTimestamp", "type": "string", "default": ""},
-    {"name": "partitionMetadata", "type": {"type": "map", "values": {"type": "record",
-      "name": "HoodieCleanPartitionMetadata", "fields": [
-        {"name": "partitionPath", "type": "string"},
-        {"name": "policy", "type": "string"},
-        {"name": "deletePathPatterns", "type": {"type": "array", "items": "string"}},
-        {"name": "successDeleteFiles", "type": {"type": "array", "items": "string"}},
-        {"name": "failedDeleteFiles", "type": {"type": "array", "items": "string"}},
-        {"name": "isPartitionDeleted", "type": ["null", "boolean"], "default": null}]}}},
-    {"name": "version", "type": ["int", "null"], "default": 1},
-    {"name": "bootstrapPartitionMetadata", "default": null, "type": ["null", {"type": "map",
-      "values": "HoodieCleanPartitionMetadata", "default": null}]},
-    {"name": "extraMetadata", "type": ["null", {"type": "map", "values": "string", "default": null}], "default": null}
-  ]
-}"""
-
-_PINNED_1_X = {
-    "HoodieCommitMetadata": COMMIT_METADATA_1_X,
-    "HoodieCompactionPlan": COMPACTION_PLAN_1_X,
-    "HoodieCleanerPlan": CLEANER_PLAN_1_X,
-    "HoodieCleanMetadata": CLEAN_METADATA_1_X,
-    "HoodieRollbackPlan": ROLLBACK_PLAN_0_15,
-    "HoodieRollbackMetadata": ROLLBACK_METADATA_0_15,
-}
-HUDI_1X_RECORDS = frozenset(_PINNED_1_X)
-
-
-def hudi_1x_schema(name: str) -> Any:
-    """Hudi 1.x's schema of timeline record `name` (standalone, parsed), from `INGEST_HUDI_AVSC_DIR` when
-    set, else the text pinned above."""
-    return hudi_schema(name) or parse_hudi_text(_PINNED_1_X[name])
-
-
 def shape(node: Any, names: dict | None = None) -> Any:
     """An Avro schema reduced to what Avro resolution and Hudi's generated classes depend on: record
     full names, field names and order, types (unions in order) and field defaults; a named type is the
@@ -310,3 +221,127 @@ def parse_hudi_text(text: str) -> Any:
     named: dict[str, Any] = {}
     fastavro.parse_schema(json.loads(_INSTANT_INFO), named_schemas=named)
     return fastavro.parse_schema(json.loads(_COMMENT.sub("", text)), named_schemas=named)
+
+
+# Hudi 1.2's table-service schemas as text (`hudi-common/src/main/avro`, apache/hudi master and
+# release-1.x; comments dropped). `HoodieCompactionOperation.avsc` declares `HoodieCompactionPlan`, whose
+# `strategy` is `HoodieCompactionStrategy.avsc` (inlined here) and whose last field,
+# `missingSchedulePartitions`, came with 1.0's incremental table services (the plans in the v8 and v9
+# fixtures carry it). The clean schemas are unchanged since 0.14: `HoodieCleanerPlan.avsc`,
+# `HoodieCleanMetadata.avsc` with `HoodieCleanPartitionMetadata.avsc` inlined.
+COMPACTION_PLAN_1_2 = """{"namespace": "org.apache.hudi.avro.model", "type": "record", "name": "HoodieCompactionPlan",
+  "fields": [
+    {"name": "operations", "type": ["null", {"type": "array", "items": {
+      "name": "HoodieCompactionOperation", "type": "record",
+      "fields": [
+        {"name": "baseInstantTime", "type": ["null", "string"]},
+        {"name": "deltaFilePaths", "type": ["null", {"type": "array", "items": "string"}], "default": null},
+        {"name": "dataFilePath", "type": ["null", "string"], "default": null},
+        {"name": "fileId", "type": ["null", "string"]},
+        {"name": "partitionPath", "type": ["null", "string"], "default": null},
+        {"name": "metrics", "type": ["null", {"type": "map", "values": "double"}], "default": null},
+        {"name": "bootstrapFilePath", "type": ["null", "string"], "default": null}
+      ]}}], "default": null},
+    {"name": "extraMetadata", "type": ["null", {"type": "map", "values": "string"}], "default": null},
+    {"name": "version", "type": ["int", "null"], "default": 1},
+    {"name": "strategy", "type": ["null", {"type": "record", "name": "HoodieCompactionStrategy",
+      "fields": [
+        {"name": "compactorClassName", "type": ["null", "string"], "default": null},
+        {"name": "strategyParams", "type": ["null", {"type": "map", "values": "string"}], "default": null},
+        {"name": "version", "type": ["int", "null"], "default": 1}
+      ]}], "default": null},
+    {"name": "preserveHoodieMetadata", "type": ["boolean", "null"], "default": false},
+    {"name": "missingSchedulePartitions", "type": ["null", {"type": "array", "items": "string"}], "default": null}
+  ]
+}"""
+
+CLEANER_PLAN_1_2 = """{"namespace": "org.apache.hudi.avro.model", "type": "record", "name": "HoodieCleanerPlan",
+  "fields": [
+    {"name": "earliestInstantToRetain", "type": ["null", {"type": "record", "name": "HoodieActionInstant",
+      "fields": [{"name": "timestamp", "type": "string"}, {"name": "action", "type": "string"},
+                 {"name": "state", "type": "string"}]}], "default": null},
+    {"name": "lastCompletedCommitTimestamp", "type": "string", "default": ""},
+    {"name": "policy", "type": "string"},
+    {"name": "filesToBeDeletedPerPartition", "type": ["null", {"type": "map", "values": {"type": "array",
+      "items": {"name": "filePath", "type": "string"}}}], "default": null},
+    {"name": "version", "type": ["int", "null"], "default": 1},
+    {"name": "filePathsToBeDeletedPerPartition", "type": ["null", {"type": "map", "values": {"type": "array",
+      "items": {"name": "HoodieCleanFileInfo", "type": "record", "fields": [
+        {"name": "filePath", "type": ["null", "string"], "default": null},
+        {"name": "isBootstrapBaseFile", "type": ["null", "boolean"], "default": null}]}}}], "default": null},
+    {"name": "partitionsToBeDeleted", "type": ["null", {"type": "array", "items": "string"}], "default": null},
+    {"name": "extraMetadata", "type": ["null", {"type": "map", "values": "string", "default": null}], "default": null}
+  ]
+}"""
+
+CLEAN_METADATA_1_2 = """{"namespace": "org.apache.hudi.avro.model", "type": "record", "name": "HoodieCleanMetadata",
+  "fields": [
+    {"name": "startCleanTime", "type": "string"},
+    {"name": "timeTakenInMillis", "type": "long"},
+    {"name": "totalFilesDeleted", "type": "int"},
+    {"name": "earliestCommitToRetain", "type": "string"},
+    {"name": "lastCompletedCommitTimestamp", "type": "string", "default": ""},
+    {"name": "partitionMetadata", "type": {"type": "map", "values": {
+      "namespace": "org.apache.hudi.avro.model", "type": "record", "name": "HoodieCleanPartitionMetadata",
+      "fields": [
+        {"name": "partitionPath", "type": "string"},
+        {"name": "policy", "type": "string"},
+        {"name": "deletePathPatterns", "type": {"type": "array", "items": "string"}},
+        {"name": "successDeleteFiles", "type": {"type": "array", "items": "string"}},
+        {"name": "failedDeleteFiles", "type": {"type": "array", "items": "string"}},
+        {"name": "isPartitionDeleted", "type": ["null", "boolean"], "default": null}
+      ]}}},
+    {"name": "version", "type": ["int", "null"], "default": 1},
+    {"name": "bootstrapPartitionMetadata", "type": ["null", {"type": "map",
+      "values": "HoodieCleanPartitionMetadata", "default": null}], "default": null},
+    {"name": "extraMetadata", "type": ["null", {"type": "map", "values": "string", "default": null}], "default": null}
+  ]
+}"""
+
+
+def decode_strict(data: bytes, text: str) -> dict:
+    """The one record of an Avro container file, read by Apache Avro's own library (the `avro` package,
+    whose parser rejects what Java's `Schema.Parser` rejects) with Hudi's schema `text` as reader
+    schema: the writer schema we embedded is resolved against it by record full name and field name,
+    as Hudi's generated classes read timeline files (`TimelineMetadataUtils.deserializeAvroMetadata`)."""
+    import io
+
+    import avro.datafile
+    import avro.io
+    import avro.schema
+
+    reader_schema = avro.schema.parse(_COMMENT.sub("", text))
+    with avro.datafile.DataFileReader(io.BytesIO(data), avro.io.DatumReader(readers_schema=reader_schema)) as r:
+        records = list(r)
+    if len(records) != 1:
+        raise AssertionError(f"one record expected, found {len(records)}")
+    return records[0]
+
+
+_PINNED_1_X = {
+    "HoodieCommitMetadata": COMMIT_METADATA_1_2,
+    "HoodieCompactionPlan": COMPACTION_PLAN_1_2,
+    "HoodieCleanerPlan": CLEANER_PLAN_1_2,
+    "HoodieCleanMetadata": CLEAN_METADATA_1_2,
+    "HoodieRollbackPlan": ROLLBACK_PLAN_0_15,
+    "HoodieRollbackMetadata": ROLLBACK_METADATA_0_15,
+}
+HUDI_1X_RECORDS = frozenset(_PINNED_1_X)
+
+
+def hudi_1x_text(name: str) -> str:
+    """Hudi 1.x's schema of timeline record `name` as standalone text, from `INGEST_HUDI_AVSC_DIR` when
+    set, else the text pinned here (the rollback ones are 0.15's, unchanged in 1.x: 1.x's
+    `HoodieTableMetadataUtil` still calls `getLogFilesFromFailedCommit`)."""
+    from_dir = hudi_schema(name)
+    if from_dir is not None:
+        return json.dumps(from_dir)
+    if name.startswith("HoodieRollback"):  # they name HoodieInstantInfo, defined in its own file
+        return json.dumps(_inline(json.loads(_COMMENT.sub("", _PINNED_1_X[name])),
+                                  {"HoodieInstantInfo": json.loads(_INSTANT_INFO)}, set()))
+    return _PINNED_1_X[name]
+
+
+def hudi_1x_schema(name: str) -> Any:
+    """`hudi_1x_text(name)`, parsed."""
+    return parse_hudi_text(hudi_1x_text(name))

@@ -26,7 +26,11 @@ process to open the table. Each check names the Java code whose rule it keeps:
   part `<requested>_<completed>` only on a completed instant; every time 14 or 17 digits, a real
   `yyyyMMddHHmmss[SSS]` date (or 17 digits of epoch millis). hudi-rs knows three actions and skips the
   others' files, so the action is checked against Java's `HoodieTimeline.VALID_ACTIONS_IN_TIMELINE`.
-  At layout 2 no instant file is left in `.hoodie/` itself (`ActiveTimelineV2` lists `timeline/` only);
+  At layout 2 no instant file is left in `.hoodie/` itself (`ActiveTimelineV2` lists `timeline/` only),
+  files are named as `InstantFileNameGeneratorV2` names them: a completion time after the requested time,
+  a completed compaction is a `commit` (log compaction a `deltacommit`, clustering a `replacecommit`), and
+  the plan a pending compaction or clean is executed from is in its requested file
+  (`CompactionUtils.getCompactionPlan`, `CleanerUtils.getCleanerPlan` read it there);
 * timeline Avro files: `TimelineMetadataUtils.deserializeAvroMetadata` reads each plan and metadata with
   Hudi's generated class, resolving the embedded writer schema against it by record full name and field
   name. Every Avro timeline file's schema passes Apache Avro's strict parser; at versions 8 and 9 (where
@@ -47,7 +51,15 @@ from pathlib import Path
 import avro.schema
 import fastavro
 import pyarrow.parquet as pq
-from hudi_avsc import HUDI_1X_RECORDS, ROLLBACK_METADATA_0_15, hudi_1x_schema, parse_hudi_text, shape
+from hudi_avsc import (
+    HUDI_1X_RECORDS,
+    ROLLBACK_METADATA_0_15,
+    decode_strict,
+    hudi_1x_schema,
+    hudi_1x_text,
+    parse_hudi_text,
+    shape,
+)
 
 # FSUtils.LOG_FILE_PATTERN and the base file name of FSUtils.makeBaseFileName (Hudi 0.14/0.15).
 LOG_FILE = re.compile(r"^\.(.+)_(.*)\.(log|archive)\.(\d+)(_((\d+)-(\d+)-(\d+))(\.cdc)?)?$")
@@ -182,7 +194,7 @@ def check_rollbacks(table: Path) -> int:
     return checked
 
 
-def parse_instant_file_name(name: str) -> tuple[str, str | None, str, str]:
+def timeline_instant(name: str) -> tuple[str, str | None, str, str]:
     """(requested time, completion time or None, action, state) of a timeline file name, by hudi-rs's
     rules (see the module docstring); an AssertionError says which rule a name breaks."""
     head, dot, suffix = name.partition(".")
@@ -212,11 +224,20 @@ def _timeline_folder(table: Path) -> Path:
     return meta / "timeline" if _version(table).has_completion_times else meta
 
 
-def check_timeline_names(table: Path) -> int:
+# InstantFileNameGeneratorV2: these complete as another action's file.
+_COMPLETED_AS = {"compaction": "commit", "logcompaction": "deltacommit", "clustering": "replacecommit"}
+
+
+def check_timeline(table: Path) -> int:
     folder = _timeline_folder(table)
     files = _instant_files(folder)
     for f in files:
-        parse_instant_file_name(f.name)
+        requested, completed, action, state = timeline_instant(f.name)
+        if completed is not None:
+            assert completed > requested, f"{f.name}: completed before it was requested"
+            assert action not in _COMPLETED_AS, f"{f.name}: a completed {action} is a {_COMPLETED_AS[action]}"
+        if action in ("compaction", "clean") and state == "requested":
+            assert f.stat().st_size, f"{f.name}: the plan it is executed from is missing"
     if folder != _meta_folder(table):
         stray = [f.name for f in _instant_files(_meta_folder(table))]
         assert not stray, f"instant files outside the layout-2 timeline folder, unseen by Hudi 1.x: {stray}"
@@ -261,10 +282,8 @@ def check_timeline_avro(table: Path) -> int:
         _strict_parse(reader.metadata["avro.schema"], str(f))
         name = reader.writer_schema["name"].rsplit(".", 1)[-1]
         if one_x and name in HUDI_1X_RECORDS:
-            hudi = hudi_1x_schema(name)
-            check_resolves(reader.writer_schema, hudi, str(f))
-            records = list(fastavro.reader(io.BytesIO(data), reader_schema=hudi))
-            assert len(records) == 1, f"{f}: one {name} record expected, found {len(records)}"
+            check_resolves(reader.writer_schema, hudi_1x_schema(name), str(f))
+            decode_strict(data, hudi_1x_text(name))  # Apache Avro's own resolution, Hudi's schema as reader
         checked += 1
     return checked
 
@@ -310,7 +329,7 @@ def check(table: str | Path, bucket_index: bool, global_index: bool = False) -> 
         "markers": check_markers(table),
         "schemas": check_schemas(table),
         "rollbacks": check_rollbacks(table),
-        "timeline_names": check_timeline_names(table),
+        "timeline": check_timeline(table),
         "timeline_avro": check_timeline_avro(table),
     }
     if not bucket_index:

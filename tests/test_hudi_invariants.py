@@ -41,7 +41,7 @@ def test_the_invariants_hold_on_tables_we_write_at_every_version(tmp_path, versi
     hold at layout 1 (version 6) and layout 2 (8, 9), each check having had something to check."""
     w = written(tmp_path / "t", version)
     counts = hudi_invariants.check(w.path, bucket_index=True)
-    assert counts["timeline_names"] >= 5 and counts["timeline_avro"] >= 2 and counts["rollbacks"] == 1, counts
+    assert counts["timeline"] >= 5 and counts["timeline_avro"] >= 2 and counts["rollbacks"] == 1, counts
     if HudiTable.open(w.path).version.avro_commit_metadata:
         assert counts["timeline_avro"] >= 10, "every deltacommit (inflight and completed) is Avro at 8/9"
     assert sorted(hudi_rs_rows(w.path)) == sorted(w.expected())
@@ -53,7 +53,7 @@ def test_tables_hudi_wrote_pass_the_timeline_checks(fixture_tables, name):
     name parses by hudi-rs's rules, and at 8/9 every Avro timeline file resolves against Hudi 1.x's
     schemas (Hudi 1.x's own commit metadata and compaction plans among them)."""
     path = fixture_tables[name]
-    assert hudi_invariants.check_timeline_names(path) > 0
+    assert hudi_invariants.check_timeline(path) > 0
     avro_files = hudi_invariants.check_timeline_avro(path)
     assert avro_files > 0 or not HudiTable.open(str(path)).version.avro_commit_metadata
 
@@ -70,10 +70,10 @@ def test_timeline_names_hudi_rs_rejects_are_caught(bad):
     """`Instant::try_from_file_name_and_timezone` (hudi-rs) rejects each of these names; Java's
     `HoodieTimeline.VALID_ACTIONS_IN_TIMELINE` has no `merge`."""
     with pytest.raises(AssertionError):
-        hudi_invariants.parse_instant_file_name(bad)
-    assert hudi_invariants.parse_instant_file_name("20251220210108078_20251220210109593.deltacommit") == \
+        hudi_invariants.timeline_instant(bad)
+    assert hudi_invariants.timeline_instant("20251220210108078_20251220210109593.deltacommit") == \
         ("20251220210108078", "20251220210109593", "deltacommit", "completed")
-    assert hudi_invariants.parse_instant_file_name("20251220210108078.inflight")[2:] == ("commit", "inflight")
+    assert hudi_invariants.timeline_instant("20251220210108078.inflight")[2:] == ("commit", "inflight")
 
 
 def test_an_instant_file_outside_the_layout_2_timeline_is_caught(tmp_path):
@@ -84,7 +84,7 @@ def test_an_instant_file_outside_the_layout_2_timeline_is_caught(tmp_path):
     (done,) = (Path(w.path) / ".hoodie" / "timeline").glob("*_*.deltacommit")
     (Path(w.path) / ".hoodie" / done.name).write_bytes(done.read_bytes())
     with pytest.raises(AssertionError, match="outside the layout-2 timeline folder"):
-        hudi_invariants.check_timeline_names(Path(w.path))
+        hudi_invariants.check_timeline(Path(w.path))
 
 
 def _rewrite(path: Path, edit) -> None:

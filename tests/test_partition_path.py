@@ -15,19 +15,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ingest.errors import BadRecordError, ConfigError
+from ingest.hudi.keygen.joda_time import JodaPattern, joda_zone
 from ingest.hudi.keygen.partition_path import (
     DEFAULT_PARTITION_PATH,
-    JodaPattern,
-    TimestampPartitionFormat,
     escape_path_name,
     escape_path_names,
     java_split,
-    joda_zone,
     partition_path_problem,
     partition_path_problems,
     partition_segments,
     validate_partition_path,
 )
+from ingest.hudi.keygen.timestamp_format import TimestampPartitionFormat
 
 # -- escaping and composition ----------------------------------------------------------------------
 

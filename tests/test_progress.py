@@ -17,7 +17,7 @@ from ingest import phases
 from ingest.hudi.table.table import HudiTable
 from ingest.index import key_state as ks
 from ingest.pipeline.progress import PhaseReporter
-from ingest.write import index_bootstrap as bootstrap
+from ingest.write import index_bootstrap
 from ingest.write.batch import LocalWriter
 from ingest.write.options import IndexOptions, IndexType, WriteOptions
 
@@ -78,6 +78,6 @@ def test_the_key_index_bootstrap_reports_its_file_slices(tmp_path, caplog):
     caplog.set_level(logging.INFO, logger=log.name)
     with PhaseReporter("batch 1", log, interval=0):
         LocalWriter(options).write(to_table(random_batch(rng, 9, keys=9, size=3)))
-    got = [x for x in lines(caplog) if bootstrap.BOOTSTRAP_PHASE in x]
-    assert got[-1].startswith(f"batch 1: {bootstrap.BOOTSTRAP_PHASE}: {slices}/{slices} file slices"), got
+    got = [x for x in lines(caplog) if index_bootstrap.BOOTSTRAP_PHASE in x]
+    assert got[-1].startswith(f"batch 1: {index_bootstrap.BOOTSTRAP_PHASE}: {slices}/{slices} file slices"), got
     assert any("writing the file groups" in x for x in lines(caplog))

@@ -30,7 +30,7 @@ from ingest.hudi.config.service_settings import ServiceSettings
 from ingest.hudi.services import archiver, cleaner, compaction
 from ingest.hudi.table import markers
 from ingest.hudi.timeline.instant import Action, State
-from ingest.write import index_bootstrap as bootstrap
+from ingest.write import index_bootstrap
 from ingest.write.batch import LocalEngine, incoming_avro_schema, open_table
 from ingest.write.commit import begin
 from ingest.write.lock import WriterLock
@@ -182,7 +182,7 @@ def die_before_commit(w: ModelWriter) -> str:
     prepared = engine.prepare(data, options, table.config.precombine_field)
     txn = begin(table, incoming_avro_schema(data.schema, options.table_name), "upsert")
     plan = build_plan(txn, options)
-    bootstrap.ensure(table, txn.timeline, options, plan.ordering_type)
+    index_bootstrap.ensure(table, txn.timeline, options, plan.ordering_type)
     engine.run(plan, prepared)
     return txn.instant_time
 

@@ -23,7 +23,6 @@ from hypothesis import strategies as st
 from model import Op, TableModel
 from service_tables import run_allowed_services
 
-from ingest import faults
 from ingest.hudi.avro import schema as avro
 from ingest.hudi.table.snapshot import context, read_slice, read_snapshot
 from ingest.hudi.table.table import HudiTable
@@ -70,7 +69,7 @@ def scenarios(draw):
     batches = draw(st.lists(st.lists(operation, min_size=1, max_size=8), min_size=3, max_size=7))
     evolve_at = draw(st.integers(1, len(batches)))     # batches from here on carry a `note` column
     fail_at = draw(st.integers(0, len(batches)))        # a crash comes before this batch
-    fault = draw(st.sampled_from(faults.POINTS))        # where it comes
+    fault = draw(st.sampled_from(crashes.SCENARIO_POINTS))        # where it comes
     return batches, evolve_at, fail_at, fault
 
 
@@ -180,7 +179,7 @@ def run_scenario(path, version: int, index: str, insert_mode: str, global_scope:
     check_hudi_rs(str(path), table)
     checked = hudi_invariants.check(path, bucket_index=bucket, global_index=global_scope)
     assert bucket or checked["keys_in_base_files"] == len(expected_rows(model))
-    assert checked["schemas"] > 0 and checked["timeline_names"] > 0, checked
+    assert checked["schemas"] > 0 and checked["timeline"] > 0, checked
     return crash
 
 
@@ -196,14 +195,9 @@ def test_table_matches_reference_model(tmp_path_factory, index, insert_mode, glo
     run_scenario(tmp_path_factory.mktemp("table"), 6, index, insert_mode, global_scope, scenario)
 
 
-# At 8 and 9 the key index puts new keys into a log file of a small file's group instead of merging them
-# into its base file (below), so there the scenarios run the bucket index's modes.
-MODES_1X = [m for m in MODES if m[0] == "bucket"]
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("version", [8, 9])
-@pytest.mark.parametrize(("index", "insert_mode", "global_scope"), MODES_1X)
+@pytest.mark.parametrize(("index", "insert_mode", "global_scope"), MODES)
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(scenario=scenarios())
 def test_table_matches_reference_model_at_versions_8_and_9(tmp_path_factory, version, index, insert_mode,
@@ -228,7 +222,7 @@ FIXED = [[("key-1", "chennai", 1), ("key-2", "são paulo", 1), ("key-3", "chenna
 FIXED_CRASH_AT = 7
 
 
-@pytest.mark.parametrize("point", faults.POINTS)
+@pytest.mark.parametrize("point", crashes.SCENARIO_POINTS)
 @pytest.mark.parametrize("version", [6, 8, 9])
 def test_every_fault_point_at_every_version(tmp_path, version, point):
     """A crash at each of `ingest.faults`' points, on a fixed scenario at each version, is survived: the
@@ -240,21 +234,9 @@ def test_every_fault_point_at_every_version(tmp_path, version, point):
     from ingest.hudi.config.table_version import TableVersion
 
     if not crashes.reachable(point, TableVersion.of(version)):
-        pytest.skip(f"ingest runs no {crashes.SERVICE_POINTS[point]} at table version {version}")
+        pytest.skip(f"table version {version} archives into .hoodie/archived, not the LSM history")
     batches = [[Op(*op, values={"fare": float(op[2] or 0) + n}) for op in ops] for n, ops in enumerate(FIXED)]
     crash = run_scenario(tmp_path / "t", version, "bucket", "log", False, (batches, 3, FIXED_CRASH_AT, point),
                          services_from=FIXED_CRASH_AT)
     assert crash == {"point": point, "crashed": True}
 
-
-@pytest.mark.xfail(strict=True, reason="known bug: at 8/9 the key index writes new keys into a small file "
-                   "group's log (plan.py gives 8/9 targets no base file, so file_group_writer._merges is false)")
-@pytest.mark.parametrize("version", [8, 9])
-def test_key_index_at_8_and_9_keeps_new_keys_in_base_files(tmp_path, version):
-    """`SparkUpsertDeltaCommitPartitioner.getSmallFileCandidates`: with an index that cannot index log
-    files (`HoodieSimpleIndex.canIndexLogFiles()` is false) new keys fill a small base file through
-    `HoodieMergeHandle`, never a log file, or a Hudi writer's simple index cannot find them. A new key in
-    a partition whose only group is a small base file (no crash, no services) shows it."""
-    batches = [[Op("key-3", "chennai", 3, values={"fare": 7.0})],
-               [Op("key-2", "chennai", 0, values={"fare": 4.0})]]
-    run_scenario(tmp_path / "t", version, "key", "base", False, (batches, 9, 9, "after_data_write"))

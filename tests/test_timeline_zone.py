@@ -9,9 +9,10 @@ import pyarrow as pa
 import pytest
 
 from ingest.hudi.config.table_config import PROPERTIES_PATH
+from ingest.hudi.config.timeline_zone import LOCAL, UTC
 from ingest.hudi.services.compaction import CompactionPlan
 from ingest.hudi.table.table import HudiTable
-from ingest.hudi.timeline.instant import LOCAL, UTC, Action, format_instant, parse_instant
+from ingest.hudi.timeline.instant import Action, format_instant, parse_instant
 from ingest.hudi.timeline.timeline import request
 from ingest.write.batch import LocalWriter
 from ingest.write.options import IndexOptions, IndexType, WriteOptions

@@ -36,7 +36,6 @@ from ingest.hudi.table.file_names import LogFileName
 from ingest.hudi.table.snapshot import read_snapshot
 from ingest.hudi.table.table import HudiTable
 from ingest.hudi.timeline.instant import Action
-from ingest.services import ServiceSettings, run_inline_services
 from ingest.storage import Storage
 from ingest.write.batch import LocalWriter
 from ingest.write.options import IndexOptions, IndexType, WriteOptions
@@ -134,6 +133,9 @@ def test_log_block_headers_are_ones_the_version_knows(tmp_path, version):
 
 # -- the timeline --------------------------------------------------------------------------------------
 
+hudi_rs_instant = hudi_invariants.timeline_instant  # hudi-rs's instant rules, Hudi's action names
+
+
 def crash_writer(path: str, version: int, ops: list[Op], crash_at: str) -> None:
     """Write `ops` in a separate process that dies at `crash_at` (`ingest.faults`)."""
     code = (
@@ -183,7 +185,7 @@ def test_a_crashed_write_is_rolled_back_and_hudi_rs_reads_the_model(tmp_path, ve
     assert failed[0].timestamp not in {i.timestamp for i in timeline}
     assert not [p for p in log_files(Path(w.path)) if failed[0].timestamp in p.name]
     names = timeline_files(Path(w.path))
-    parsed = [hudi_invariants.parse_instant_file_name(n) for n in names]
+    parsed = [hudi_rs_instant(n) for n in names]
     assert {p[2] for p in parsed} == {"deltacommit", "rollback"}
     assert all(c > r for r, c, _, s in parsed if s == "completed")
     expected = w.expected()
@@ -313,22 +315,6 @@ def test_hudi_written_v8_and_v9_tables_are_continued(tmp_path, folder, name, key
 
 
 # -- services and refusals -----------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("version", VERSIONS)
-def test_services_at_8_and_9_are_refused_in_one_line_and_skipped_inline(tmp_path, version, caplog):
-    """Compaction, cleaning and archival at 8/9 need 1.x plans, the LSM history (`LSMTimelineWriter`) and
-    completion-time slicing that ingest does not write yet: run on their own they fail with one line naming
-    the table version; after a writer's commits (`BaseHoodieWriteClient.postCommit`'s inline services)
-    they are skipped with a warning, and the writes go on."""
-    from ingest import services
-
-    w = write_rounds(tmp_path / "t", version, rounds=2)
-    with pytest.raises(UnsupportedTable, match=f"table version {version}: ingest does not run compaction"):
-        services.clean(w.path, ServiceSettings())
-    run = run_inline_services(w.table, ServiceSettings())
-    assert not run.ran
-    assert f"table version {version}" in caplog.text
 
 
 def test_unknown_write_versions_are_refused():

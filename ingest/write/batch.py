@@ -28,9 +28,8 @@ from ingest.hudi.table.snapshot import ReadContext
 from ingest.hudi.table.table import HudiTable
 from ingest.hudi.timeline.commit_metadata import WriteStat
 from ingest.phases import phase
-from ingest.write import index_bootstrap as bootstrap
+from ingest.write import index_bootstrap, tasks
 from ingest.write import records as rec
-from ingest.write import tasks
 from ingest.write.commit import BatchId, Transaction, begin, complete_transaction, release
 from ingest.write.file_group_writer import TaskIdentity
 from ingest.write.lock import WriterLock, for_writer
@@ -139,7 +138,7 @@ def _write_and_commit(engine: Engine, options: WriteOptions, table: HudiTable, t
                       extra_metadata: Mapping[str, str] | None, lock: WriterLock | None,
                       timings: dict[str, float], t1: float) -> CommitResult:
     plan = build_plan(txn, options)
-    bootstrap.ensure(table, txn.timeline, options, plan.ordering_type, engine.slice_reader())
+    index_bootstrap.ensure(table, txn.timeline, options, plan.ordering_type, engine.slice_reader())
     timings["plan"] = time.monotonic() - t1
 
     t2 = time.monotonic()
@@ -154,7 +153,7 @@ def _write_and_commit(engine: Engine, options: WriteOptions, table: HudiTable, t
     extra = {**engine.commit_metadata(), **(extra_metadata or {})}
     done = complete_transaction(txn, list(result.stats), extra, extra_files=result.segments,
                                 planned_sizes=plan.planned_sizes())
-    bootstrap.advance(table, options, done.timestamp)
+    index_bootstrap.advance(table, options, done.timestamp)
     timings["commit"] = time.monotonic() - t3
     crash_point("after_commit")
     return CommitResult(

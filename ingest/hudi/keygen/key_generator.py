@@ -41,18 +41,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ingest.errors import ConfigError
+from ingest.hudi.keygen.joda_time import joda_zone, zone_offsets
 from ingest.hudi.keygen.partition_path import (
-    PERSISTED_TIMESTAMP_KEYS,
     URLENCODE_KEY,
-    TimestampPartitionFormat,
     escape_path_names,
     java_split,
-    joda_zone,
     join_segments,
     partition_path_problems,
     partition_segments,
-    zone_offsets,
 )
+from ingest.hudi.keygen.timestamp_format import PERSISTED_TIMESTAMP_KEYS, TimestampPartitionFormat
 
 RECORD_KEY_FIELD = "hoodie.datasource.write.recordkey.field"
 PARTITION_PATH_FIELD = "hoodie.datasource.write.partitionpath.field"

@@ -14,14 +14,12 @@ from datetime import datetime, timedelta, timezone
 from enum import Enum
 
 from ingest.errors import InvalidInstant
+from ingest.hudi.config.timeline_zone import UTC
 
 INSTANT_FORMAT = "%Y%m%d%H%M%S"
 INSTANT_LENGTH = 17
 SECONDS_INSTANT_LENGTH = 14
 DEFAULT_MILLIS = "999"  # what Hudi appends to a time without milliseconds (`DEFAULT_MILLIS_EXT`)
-# `HoodieTimelineTimeZone`: the zone instant times are read in (`hoodie.table.timeline.timezone`).
-UTC, LOCAL = "UTC", "LOCAL"
-TIMELINE_ZONES = (LOCAL, UTC)
 QUERY_FORMATS = "yyyyMMddHHmmssSSS, yyyyMMddHHmmss, 'yyyy-MM-dd HH:mm:ss[.SSS]' or yyyy-MM-dd"
 
 
