@@ -45,11 +45,13 @@ HUDI_SETTINGS = {
 }
 
 
-def options_for(path, index: str, insert_mode: str, global_scope: bool = False, version: int = 6) -> WriteOptions:
+def options_for(path, index: str, insert_mode: str, global_scope: bool = False,
+                version: int | None = None) -> WriteOptions:
+    """`version` sets `hoodie.write.table.version` (default: ingest's)."""
     return WriteOptions(
         table_path=str(path),
         table_name="trips",
-        hudi={**HUDI_SETTINGS, "hoodie.write.table.version": str(version)},
+        hudi={**HUDI_SETTINGS, "hoodie.write.table.version": str(version)} if version else HUDI_SETTINGS,
         index=IndexOptions(type=IndexType(index), bucket_count=2, shards=3, global_scope=global_scope),
         insert_mode=InsertMode(insert_mode),
     )
