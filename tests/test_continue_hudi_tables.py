@@ -17,21 +17,16 @@ from ingest.hudi.table.table import HudiTable
 hudi = pytest.importorskip("hudi")
 
 COMMITS = 32
-# Known bug (the services at 8/9): the v9 fixtures hold an insert overwrite and a clustering; our clean
-# leaves the file groups they replaced (Hudi's `CleanPlanner.getReplacedFilesEligibleToClean` deletes them)
-# and archival then moves the replacecommits out of the active timeline, so both readers see those groups
-# again. Strict: the cases pass (and must be un-marked) once that is fixed. Until then the v9 fixtures are
-# also continued without archival, which they pass.
-REPLACED_GROUPS_RESURRECT = pytest.mark.xfail(strict=True, reason="clean keeps replaced file groups; archival then "
-                                              "archives their replacecommit and they are read again")
+# The v9 fixtures hold an insert overwrite and a clustering: they are continued both without archival and
+# with it (the clean deletes the replaced groups before archival may take their replacecommits away).
 NO_ARCHIVAL = {"hoodie.archive.automatic": "false"}
 CONTINUED = [
     ("v6_trips_8i1u", "uuid", "city", "ts", {}),              # version 6
     ("v8_trips_8i3u1d", "uuid", "city", "ts", {}),            # version 8, with a metadata table
     ("v9_txns_simple_nometa", "txn_id", "region", "txn_ts", NO_ARCHIVAL),
     ("v9_txns_simple_meta", "txn_id", "region", "txn_ts", NO_ARCHIVAL),
-    pytest.param("v9_txns_simple_nometa", "txn_id", "region", "txn_ts", {}, marks=REPLACED_GROUPS_RESURRECT),
-    pytest.param("v9_txns_simple_meta", "txn_id", "region", "txn_ts", {}, marks=REPLACED_GROUPS_RESURRECT),
+    ("v9_txns_simple_nometa", "txn_id", "region", "txn_ts", {}),
+    ("v9_txns_simple_meta", "txn_id", "region", "txn_ts", {}),
 ]
 
 

@@ -13,8 +13,10 @@ inflight files first, completed ones in time order, so a crash never leaves a ho
 What is kept, as Hudi keeps it: everything from the latest completed commit before the oldest pending
 write on (so Hudi readers, which count instants older than the first completed commit as committed,
 never take a pending write for committed); savepoints and after; enough delta commits for the
-compaction trigger to fire; and, beyond Hudi, everything from the oldest pending instant of any kind
-and from the earliest commit the last clean retained (incremental cleaning reads those commits).
+compaction trigger to fire; the first replacecommit or clustering at or after the last clean's earliest
+commit to retain, the groups it replaced perhaps not cleaned yet (`ClusteringUtils.
+getOldestInstantToRetainForClustering`); and, beyond Hudi, everything from the oldest pending instant of
+any kind and from the earliest commit the last clean retained (incremental cleaning reads those commits).
 
 One deliberate difference: Hudi archives clean and rollback instants on their own count. Here exactly
 a prefix of the timeline is archived — every completed instant older than the first one kept,
@@ -82,6 +84,22 @@ def _clean_horizon(table: HudiTable, timeline: Timeline) -> str | None:
     return avro_models.deserialize(data, avro_models.CLEAN_METADATA).get("earliestCommitToRetain") or None
 
 
+def _earliest_to_retain_for_replaced_groups(table: HudiTable, timeline: Timeline) -> str | None:
+    """`ClusteringUtils.getOldestInstantToRetainForClustering` (1.x: `getEarliestInstantToRetainForClustering`):
+    the first replacecommit or clustering not older than what the last clean retained (its earliest commit to
+    retain; the clean itself when there is none, as under KEEP_LATEST_FILE_VERSIONS), the first of all when
+    nothing was cleaned. The groups it replaced may still have files; archived, it would no longer tell readers
+    they are replaced."""
+    replaces = timeline.filter(actions=[Action.REPLACE_COMMIT, Action.CLUSTERING])
+    if not replaces:
+        return None
+    last_clean = timeline.last_completed(Action.CLEAN)
+    if last_clean is None:
+        return replaces[0].timestamp
+    lower = _clean_horizon(table, timeline) or last_clean.timestamp
+    return next((i.timestamp for i in replaces if i.timestamp >= lower), None)
+
+
 def instants_to_archive(table: HudiTable, timeline: Timeline, settings: ServiceSettings) -> list[Instant]:
     """The completed instants to archive now: a prefix of the timeline, possibly empty."""
     commits = timeline.completed(*COMMIT_ACTIONS)
@@ -106,6 +124,9 @@ def instants_to_archive(table: HudiTable, timeline: Timeline, settings: ServiceS
         horizon = _clean_horizon(table, timeline)
         if horizon is not None:
             bounds.append(horizon)
+    for_replaced = _earliest_to_retain_for_replaced_groups(table, timeline)
+    if for_replaced is not None:
+        bounds.append(for_replaced)
     unconvertible = [i.timestamp for i in timeline if i.action not in _CONVERTIBLE]
     if unconvertible:
         bounds.append(unconvertible[0])

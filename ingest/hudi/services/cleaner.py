@@ -10,7 +10,10 @@ Policies (`CleanPlanner`):
 * KEEP_LATEST_FILE_VERSIONS: keep the newest `hoodie.cleaner.fileversions.retained` slices of each
   file group.
 
-Under both, slices a pending compaction needs (its planned slice and the one it opened) stay, and the
+Under both, file groups a completed replacecommit (insert overwrite, clustering) retired are deleted whole
+once it is older than the earliest commit to retain (every one under KEEP_LATEST_FILE_VERSIONS), listed in
+the plan and metadata like any other file (`CleanPlanner.getReplacedFilesEligibleToClean`); until then the
+archiver keeps the replacecommit, which is what tells readers they are replaced. Slices a pending compaction needs (its planned slice and the one it opened) stay, and the
 latest slice of every group (where writes append) is never deleted. With incremental mode (Hudi's
 default) only partitions written since the previous clean's horizon are listed, so a clean costs what
 changed, not the table's size.
@@ -51,6 +54,7 @@ log = logging.getLogger(__name__)
 PLAN_VERSION = 2        # CleanPlanner.LATEST_CLEAN_PLAN_VERSION
 METADATA_VERSION = 2    # CleanerUtils.LATEST_CLEAN_METADATA_VERSION
 COMMIT_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION)
+REPLACE_ACTIONS = (Action.REPLACE_COMMIT, Action.CLUSTERING)  # a 1.x clustering completes as a replacecommit
 
 
 def _relative(storage: Storage, url: str) -> str:
@@ -174,9 +178,11 @@ def commits_since_last_clean(table: HudiTable, timeline: Timeline) -> int:
 def _partitions_since(table: HudiTable, timeline: Timeline, start: str, end: str) -> list[str]:
     """Partitions that completed commits in [start, end) wrote (CleanPlanner's incremental mode)."""
     out: set[str] = set()
-    for instant in timeline.completed(*COMMIT_ACTIONS):
+    for instant in timeline.completed(*COMMIT_ACTIONS, Action.CLUSTERING):
         if start <= instant.timestamp < end:
             out.update(table.commit_metadata(instant).partition_to_write_stats)
+            if instant.action in REPLACE_ACTIONS:  # `getPartitionsForInstants`: the replaced groups' too
+                out.update(table.replaced_by(instant, timeline.layout))
     return sorted(out)
 
 
@@ -239,14 +245,21 @@ def plan_clean(table: HudiTable, timeline: Timeline, settings: CleanSettings) ->
     partitions = _partitions_to_clean(table, timeline, settings, ectr)
     if partitions == []:
         return empty
-    view = FileSystemView.load(table.storage, timeline, partitions, replaced=table.replaced_file_groups(timeline))
+    view = FileSystemView.load(table.storage, timeline, partitions)  # replaced groups included
+    replaced = table.replaced_file_groups(timeline)
+    # `getReplacedFilesEligibleToClean`: every slice of a group replaced before the earliest commit to
+    # retain (of every replaced group under KEEP_LATEST_FILE_VERSIONS) goes; the rest are not cleaned yet.
+    eligible = replaced if ectr is None else table.replaced_file_groups(timeline, before=ectr.timestamp)
     pending_ops = {
         (op.partition_path, op.file_id): op.base_instant
         for plan in pending_plans(table.storage, timeline).values() for op in plan.operations
     }
     files: dict[str, list[str]] = {}
     for group in view.file_groups():
-        if ectr is None:
+        gid = (group.partition_path, group.file_id)
+        if gid in replaced:
+            doomed = [f for s in group.slices for f in _slice_files(s)] if gid in eligible else []
+        elif ectr is None:
             doomed = _files_keeping_versions(group, settings.file_versions_retained, pending_ops)
         else:
             doomed = _files_keeping_commits(group, ectr.timestamp, pending_ops)

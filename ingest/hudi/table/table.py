@@ -138,18 +138,27 @@ class HudiTable:
             raise TimelineError(f"{self.storage.url(layout.path(instant))}: {instant.action.value} {instant.timestamp} "
                                 f"cannot be parsed ({len(data)} bytes; truncated or corrupt?): {detail}") from e
 
-    def replaced_file_groups(self, timeline: Timeline, as_of: str | None = None) -> frozenset[tuple[str, str]]:
+    def replaced_file_groups(self, timeline: Timeline, as_of: str | None = None,
+                             before: str | None = None) -> frozenset[tuple[str, str]]:
         """Groups retired by completed replacecommits at or before `as_of` (Hudi's
-        `isFileGroupReplacedBeforeOrOn`), every one when it is None."""
+        `isFileGroupReplacedBeforeOrOn`) and strictly before `before` (`isFileGroupReplacedBefore`, what
+        the cleaner may delete), every one when both are None."""
         out = set()
         # A version-8 clustering is a `clustering` instant that completes as a replacecommit.
         for instant in timeline.completed(Action.REPLACE_COMMIT, Action.CLUSTERING):
             if as_of is not None and instant.timestamp > as_of:
                 continue
-            raw = self._parsed(instant, timeline.layout, dict)
-            for partition, file_ids in (raw.get("partitionToReplaceFileIds") or {}).items():
+            if before is not None and instant.timestamp >= before:
+                continue
+            for partition, file_ids in self.replaced_by(instant, timeline.layout).items():
                 out.update((partition, f) for f in file_ids)
         return frozenset(out)
+
+    def replaced_by(self, instant: Instant, layout: TimelineLayout | None = None) -> dict[str, list[str]]:
+        """A replacecommit's `partitionToReplaceFileIds` (empty for other instants)."""
+        raw = self._parsed(instant, layout or self.layout, dict)
+        return {p: list(ids or ()) for p, ids in (raw.get("partitionToReplaceFileIds") or {}).items()
+                if p is not None}
 
     def schema(self, timeline: Timeline | None = None, as_of: str | None = None) -> avro.AvroSchema | None:
         """The table's Avro schema (no meta fields): from the latest commit as of `as_of`, else at creation."""
