@@ -38,6 +38,7 @@ from ingest.hudi.avro.avro_names import sanitized_schema
 from ingest.hudi.timeline.commit_metadata import WriteStat
 from ingest.spark import routing
 from ingest.spark.failures import is_spark_error, spark_failure
+from ingest.spark.peak_memory import TASK_PEAK_IN_USE, TASK_PEAK_RSS, measured
 from ingest.storage import Storage
 from ingest.write import batch as batch_mod
 from ingest.write import quarantine, tasks
@@ -56,6 +57,8 @@ RESULT_SCHEMA = StructType.fromJson({"type": "struct", "fields": [
 ]})
 KAFKA_OFFSET = "_kafka_offset"
 INPUT_BYTES = "_input_bytes"  # Arrow bytes the write tasks received, for sizing the next batch's Arrow batches
+# In a batch's counts: the largest peak of any of its write tasks (`ingest.spark.peak_memory`).
+PEAK_COUNTS = {TASK_PEAK_RSS: "task_peak_rss_bytes", TASK_PEAK_IN_USE: "task_peak_in_use_bytes"}
 
 
 class _Counters(AccumulatorParam):
@@ -271,6 +274,10 @@ class SparkEngine:
         totals = dict(counters.value)
         self.offsets = totals.pop("_kafka_offsets", {}) or {}
         input_bytes = totals.pop(INPUT_BYTES, 0)
+        for key, name in PEAK_COUNTS.items():
+            peaks = totals.pop(key, {})
+            if peaks:
+                totals[name] = max(peaks.values())
         if totals.get("rows_in"):
             self.row_bytes = input_bytes / totals["rows_in"]
         return tasks.TaskResult.merge([result, tasks.TaskResult(counts=totals)])
@@ -328,7 +335,7 @@ class SparkEngine:
             task = _task()
             yield _result_batch(tasks.bucket_task(plan, prepare(table, task), task))
 
-        return _parse_results(routed.mapInArrow(write, RESULT_SCHEMA).collect())
+        return _parse_results(routed.mapInArrow(measured(write, counters), RESULT_SCHEMA).collect())
 
     def _key_index(self, plan: WritePlan, prepared: PreparedFrame, routed: DataFrame, counters) -> tasks.TaskResult:
         prepare = self._prepare_fn(plan, prepared, counters)
@@ -349,7 +356,7 @@ class SparkEngine:
 
         # Kept between the passes as Arrow IPC bytes, a few values per task: Spark then neither
         # converts the tagged rows into its cache's columns nor back into Arrow for each later step.
-        tagged = routed.mapInArrow(tag, PACKED_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
+        tagged = routed.mapInArrow(measured(tag, counters), PACKED_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
         try:
             counts: dict[str, int] = {}
             seen: list = []
@@ -376,11 +383,11 @@ class SparkEngine:
                 yield _result_batch(tasks.write_groups(plan, routing.without_slot(table), _task()))
 
             slotted = tagged_arrow.append(pa.field(routing.SLOT, pa.int32()))
-            placed = tagged.select(PACKED).mapInArrow(place, from_arrow_schema(slotted))
+            placed = tagged.select(PACKED).mapInArrow(measured(place, counters), from_arrow_schema(slotted))
             # Each file group to the task `balanced` chose for it: a hash of the group could leave one
             # task most of the rewriting while the other idles.
             groups = placed.coalesce(1) if n_tasks == 1 else placed.repartition(n_tasks, routing.SLOT)
-            written = _parse_results(groups.mapInArrow(write, RESULT_SCHEMA).collect())
+            written = _parse_results(groups.mapInArrow(measured(write, counters), RESULT_SCHEMA).collect())
         finally:
             tagged.unpersist()
         return tasks.TaskResult(written.stats, written.segments, {})
