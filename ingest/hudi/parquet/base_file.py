@@ -182,10 +182,9 @@ def encode_base_file(table: pa.Table, writer_schema: AvroSchema, options: BaseFi
     key_values.append((BLOOM_FILTER_KEY, filt.to_string()))
     if min_key is not None and max_key is not None:
         key_values += [(MIN_RECORD_KEY, min_key), (MAX_RECORD_KEY, max_key)]
-    written = sink.getvalue()
-    meta = pq.read_metadata(pa.BufferReader(written))  # the rewrite changes no row group or size in it
-    data = rewrite_footer(written, _full_name(writer_schema), key_values, options.old_list_structure,
-                          created_by=meta.created_by)
+    data = rewrite_footer(sink.getvalue(), _full_name(writer_schema), key_values, options.old_list_structure)
+
+    meta = pq.read_metadata(pa.BufferReader(data))
     uncompressed = sum(
         meta.row_group(i).column(j).total_uncompressed_size
         for i in range(meta.num_row_groups)

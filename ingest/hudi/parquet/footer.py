@@ -24,7 +24,7 @@ _MAGIC = b"PAR1"
 _T_TRUE, _T_FALSE, _T_BYTE, _T_I16, _T_I32, _T_I64, _T_DOUBLE, _T_BINARY, _T_LIST, _T_SET, _T_MAP, _T_STRUCT = range(1, 13)
 
 # parquet.thrift field ids
-_FMD_SCHEMA, _FMD_ROW_GROUPS, _FMD_KEY_VALUES, _FMD_CREATED_BY = 2, 4, 5, 6
+_FMD_SCHEMA, _FMD_ROW_GROUPS, _FMD_KEY_VALUES = 2, 4, 5
 _SE_REPETITION, _SE_NAME, _SE_NUM_CHILDREN, _SE_CONVERTED, _SE_LOGICAL = 3, 4, 5, 6, 10
 _RG_COLUMNS, _CC_META, _CMD_PATH = 1, 3, 3
 _REQUIRED, _REPEATED = 0, 2
@@ -53,27 +53,6 @@ class _ThriftReader:
     def _zigzag(self) -> int:
         n = self._varint()
         return (n >> 1) ^ -(n & 1)
-
-    def read_fields_before(self, stop_fid: int) -> list[list[Any]] | None:
-        """A struct's fields up to the first whose id is `stop_fid` or more, left unread (None if
-        the struct ends before one)."""
-        fields: list[list[Any]] = []
-        last = 0
-        while True:
-            at = self.pos
-            header = self._byte()
-            if header == 0:
-                return None
-            ttype, delta = header & 0x0F, header >> 4
-            fid = last + delta if delta else self._zigzag()
-            if fid >= stop_fid:
-                self.pos = at
-                return fields
-            last = fid
-            if ttype in (_T_TRUE, _T_FALSE):
-                fields.append([fid, _T_TRUE, ttype == _T_TRUE])
-            else:
-                fields.append([fid, ttype, self._value(ttype)])
 
     def read_struct(self) -> list[list[Any]]:
         fields: list[list[Any]] = []
@@ -254,29 +233,11 @@ def _to_two_level(node: _Node) -> _Node:
     return _Node(node.element, children)
 
 
-def rewrite_footer(data: bytes, root_name: str, key_values: list[tuple[str, str]], two_level_lists: bool,
-                   created_by: str | None = None) -> bytes:
-    """The file with its FileMetaData changed as the module docstring says; data pages untouched.
-
-    `created_by` (the footer's own, when the caller has it) allows the short way (`_spliced`)."""
+def rewrite_footer(data: bytes, root_name: str, key_values: list[tuple[str, str]], two_level_lists: bool) -> bytes:
+    """The file with its FileMetaData changed as the module docstring says; data pages untouched."""
     (footer_len,) = struct.unpack("<I", data[-8:-4])
     footer_start = len(data) - 8 - footer_len
-    footer = data[footer_start:-8]
-    spliced = _spliced(footer, root_name, key_values, two_level_lists, created_by) if created_by else None
-    out = bytearray(data[:footer_start])
-    out += spliced if spliced is not None else _rewritten(footer, root_name, key_values, two_level_lists)
-    out += struct.pack("<I", len(out) - footer_start)
-    out += _MAGIC
-    return bytes(out)
-
-
-def _key_value_entries(key_values: list[tuple[str, str]]) -> list[list[list[Any]]]:
-    return [[[1, _T_BINARY, k.encode("utf-8")], [2, _T_BINARY, v.encode("utf-8")]] for k, v in key_values]
-
-
-def _rewritten(footer: bytes, root_name: str, key_values: list[tuple[str, str]], two_level_lists: bool) -> bytes:
-    """The whole FileMetaData decoded, changed and encoded again."""
-    meta = _ThriftReader(footer).read_struct()
+    meta = _ThriftReader(data[footer_start:-8]).read_struct()
 
     elem_type, elements = _get(meta, _FMD_SCHEMA)
     tree = _schema_tree(elements)
@@ -299,50 +260,11 @@ def _rewritten(footer: bytes, root_name: str, key_values: list[tuple[str, str]],
                 raise IngestError(f"parquet footer column {i} has path {path}, expected {old_paths[i]}")
             column_meta[:] = _put(column_meta, _CMD_PATH, _T_LIST, (_T_BINARY, [p.encode("utf-8") for p in new_paths[i]]))
 
-    meta = _put(meta, _FMD_KEY_VALUES, _T_LIST, (_T_STRUCT, _key_value_entries(key_values)))
-    out = bytearray()
+    entries = [[[1, _T_BINARY, k.encode("utf-8")], [2, _T_BINARY, v.encode("utf-8")]] for k, v in key_values]
+    meta = _put(meta, _FMD_KEY_VALUES, _T_LIST, (_T_STRUCT, entries))
+
+    out = bytearray(data[:footer_start])
     _write_struct(out, meta)
-    return bytes(out)
-
-
-def _spliced(footer: bytes, root_name: str, key_values: list[tuple[str, str]], two_level_lists: bool,
-             created_by: str) -> bytes | None:
-    """The same bytes as `_rewritten`, decoding only the schema: the row groups (thousands of Thrift
-    fields, most of the rewrite's time) are copied as they are, which is right when no column
-    path changes (no list goes to the 2-level layout). pyarrow ends a footer with `created_by`
-    and one type-defined column order per leaf column, and writes no key/values (field 5, between
-    the row groups and `created_by`); the key/values are put in there. None when the footer is
-    not laid out that way: the caller then decodes all of it."""
-    reader = _ThriftReader(footer)
-    head = reader.read_fields_before(_FMD_ROW_GROUPS)
-    schema = _get(head, _FMD_SCHEMA) if head else None
-    if schema is None or head[-1][0] != _FMD_ROW_GROUPS - 1:
-        return None
-    elem_type, elements = schema
-    tree = _schema_tree(elements)
-    if two_level_lists and _to_two_level(tree).leaf_paths() != tree.leaf_paths():
-        return None
-    leaves = len(tree.leaf_paths())
-    tail = bytearray([(2 << 4) | _T_BINARY])  # created_by, two field ids after the row groups
-    cb = created_by.encode("utf-8")
-    _varint(tail, len(cb))
-    tail += cb
-    tail.append((1 << 4) | _T_LIST)  # column_orders: a TypeDefinedOrder per leaf
-    tail += bytes([(leaves << 4) | _T_STRUCT]) if leaves < 15 else bytes([0xF0 | _T_STRUCT])
-    if leaves >= 15:
-        _varint(tail, leaves)
-    tail += bytes([(1 << 4) | _T_STRUCT, 0, 0]) * leaves
-    tail.append(0)
-    tail_start = len(footer) - len(tail)
-    if tail_start <= reader.pos or footer[tail_start:] != tail:
-        return None
-    tree.element = _put(tree.element, _SE_NAME, _T_BINARY, root_name.encode("utf-8"))
-    out = bytearray()
-    _write_struct(out, _put(head, _FMD_SCHEMA, _T_LIST, (elem_type, tree.flatten())))
-    del out[-1]  # the struct goes on: no stop byte yet
-    out += footer[reader.pos:tail_start]  # the row groups, header and all (same field id before them)
-    out.append((1 << 4) | _T_LIST)  # key/values, one id after the row groups
-    _write_value(out, _T_LIST, (_T_STRUCT, _key_value_entries(key_values)))
-    out.append((1 << 4) | _T_BINARY)  # created_by, now one id after the key/values
-    out += footer[tail_start + 1:]
+    out += struct.pack("<I", len(out) - footer_start)
+    out += _MAGIC
     return bytes(out)
