@@ -1,7 +1,7 @@
 """Peak memory of this process while a block runs: the driver's, or a Python worker's while it
 runs a write task.
 
-Two figures, sampled every 10 ms by a thread:
+Two figures, sampled every 50 ms by a thread:
 
 * resident memory (`/proc/self/statm`): what the OS gives the process. A Python worker is reused
   across tasks and batches and, started with ingest's allocator settings, keeps the memory it
@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 import pyarrow as pa
 from pyspark import TaskContext
 
-INTERVAL_S = 0.01
+INTERVAL_S = 0.05  # a write task holds its peak for far longer; a sample takes the GIL from the task
 TASK_PEAK_RSS = "_task_peak_rss"  # accumulator keys: per task, its worker's peaks while it ran
 TASK_PEAK_IN_USE = "_task_peak_in_use"
 
