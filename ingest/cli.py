@@ -20,6 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "ingest.commands.read",
     "ingest.commands.config",
     "ingest.commands.services",
+    "ingest.commands.upgrade",
     "ingest.commands.sync",
     "ingest.commands.stream",
     "ingest.commands.backfill",

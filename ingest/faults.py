@@ -10,6 +10,13 @@
 * `before_rollback_complete`: a rollback has removed the failed instant from the timeline; its own
   completed instant is not written yet.
 * `mid_compaction`, `mid_clean`, `mid_archive`: a table service did part of its work.
+* `lsm_after_file`, `lsm_after_manifest`, `lsm_version_deleted`, `lsm_after_compacted_file`: archival
+  at table versions 8 and 9 wrote a history file, then its manifest, then deleted `_version_`; or a
+  history compaction wrote its merged file (`ingest.hudi.timeline.lsm_history`).
+* `mid_properties`: a rewrite of `hoodie.properties` has deleted the file; only its backup is left.
+* `upgrade_rolled_back`, `upgrade_compacted`, `upgrade_mid_timeline` (one instant file moved),
+  `upgrade_timeline_moved`, `upgrade_archive_converted`: `ingest upgrade` finished that step; the
+  properties are not rewritten yet.
 
 `INGEST_PAUSE_AT=<point>` instead stops the process there, alive, after printing `paused at <point>`
 to stderr: a test can then kill it with the signal it wants (SIGKILL), as an operator would.

@@ -84,7 +84,17 @@ def _execute_pending(table: HudiTable, runner: compaction.Runner | None,
     return done
 
 
-_SKIPPED: set[str] = set()  # tables whose version has no services here, said once per process
+_SKIPPED: set[tuple[str, str]] = set()  # (table, service) ingest does not run at its version, said once
+
+
+def _runs(table: HudiTable, service: str) -> bool:
+    """Whether ingest runs `service` at the table's version; if not, say so once per table and process."""
+    if table.version.runs(service):
+        return True
+    if (table.base_url, service) not in _SKIPPED:
+        log.warning("%s; not running it after its commits", compaction.services_refusal(table, service))
+        _SKIPPED.add((table.base_url, service))
+    return False
 
 
 def run_inline_services(
@@ -98,26 +108,21 @@ def run_inline_services(
 
     `runner` executes compaction operations (e.g. on Spark executors); by default, in this process.
     """
-    if not table.version.services:
-        if table.base_url not in _SKIPPED:
-            log.warning("%s; not running them after its commits", compaction.services_refusal(table))
-            _SKIPPED.add(table.base_url)
-        return ServicesRun()
     fence = lock.check if lock is not None else None
     durations: dict[str, float] = {}
     scheduled = None
     compacted: list[str] = []
     t0 = time.monotonic()
-    if settings.compaction.schedules_inline:
+    if settings.compaction.schedules_inline and _runs(table, "compaction"):
         scheduled = compaction.schedule(table, settings.compaction, fence=fence)
-    if settings.compaction.inline:
+    if settings.compaction.inline and _runs(table, "compaction"):
         compacted = _execute_pending(table, runner)
     durations["compaction"] = time.monotonic() - t0
 
     cleaned: list[str] = []
     deleted = 0
     t1 = time.monotonic()
-    if settings.clean.automatic:
+    if settings.clean.automatic and _runs(table, "cleaning"):
         for result in cleaner.clean(table, settings.clean, fence=fence):
             cleaned.append(result.instant)
             deleted += len(result.deleted)
@@ -125,7 +130,7 @@ def run_inline_services(
 
     archived: tuple[str, ...] = ()
     t2 = time.monotonic()
-    if settings.archive.automatic:
+    if settings.archive.automatic and _runs(table, "archival"):
         archived = archiver.archive(table, settings, fence=fence).archived
     durations["archive"] = time.monotonic() - t2
     return ServicesRun(scheduled, tuple(compacted), tuple(cleaned), deleted, archived, durations)
@@ -134,14 +139,16 @@ def run_inline_services(
 # -- one service at a time (CLI, jobs) ----------------------------------------------------------------
 
 
-def open_table(path: str, storage_options: Mapping[str, Any] | None = None, *, services: bool = True) -> HudiTable:
-    """The table a service writes; rolling back (`services=False`) is done at every writable version."""
-    return _checked(HudiTable.open(path, storage_options), services)
+def open_table(path: str, storage_options: Mapping[str, Any] | None = None, *,
+               service: str | None = "compaction") -> HudiTable:
+    """The table `service` writes, refused at a version where ingest does not run it; rolling back
+    (`service=None`) is done at every writable version."""
+    return _checked(HudiTable.open(path, storage_options), service)
 
 
-def _checked(table: HudiTable, services: bool) -> HudiTable:
-    if services:
-        compaction.check_writable(table)
+def _checked(table: HudiTable, service: str | None) -> HudiTable:
+    if service is not None:
+        compaction.check_writable(table, service)
     else:
         table.config.check_supported(table.base_url, write=True)
     return table
@@ -150,10 +157,10 @@ def _checked(table: HudiTable, services: bool) -> HudiTable:
 Target = HudiTable | str  # an open table, or the path or URL of one (the CLI and config files give paths)
 
 
-def _table(target: Target, storage_options: Mapping[str, Any] | None, services: bool = True) -> HudiTable:
+def _table(target: Target, storage_options: Mapping[str, Any] | None, service: str | None) -> HudiTable:
     """The table a service writes to; a metadata table would go stale, so it goes first."""
-    table = _checked(target, services) if isinstance(target, HudiTable) else open_table(
-        target, storage_options, services=services)
+    table = _checked(target, service) if isinstance(target, HudiTable) else open_table(
+        target, storage_options, service=service)
     metadata_table.remove(table)
     return table
 
@@ -187,7 +194,7 @@ def compact(
     writer lease, then execute the pending compactions, oldest first. With `instant`, execute just
     that one. Scheduling is skipped, with a note, while a writer holds the lease: a running writer
     schedules its own compactions (`hoodie.compact.schedule.inline`), which this then executes."""
-    table = _table(target, storage_options)
+    table = _table(target, storage_options, "compaction")
     if instant is not None:
         compaction.execute(table, check_instant_time(instant), runner=runner)
         return CompactionRun(executed=(instant,))
@@ -208,7 +215,7 @@ def clean(target: Target, settings: ServiceSettings, *, lease_expiry_seconds: fl
           storage_options: Mapping[str, Any] | None = None,
           hudi_lock: LockSettings | None = None) -> list[cleaner.CleanResult]:
     """Finish interrupted cleans and run one now if there is anything to delete (under the lease)."""
-    table = _table(target, storage_options)
+    table = _table(target, storage_options, "cleaning")
     with _lease(table, lease_expiry_seconds, hudi_lock) as lock:
         return cleaner.clean(table, settings.clean, force=True, fence=lock.check)
 
@@ -216,8 +223,8 @@ def clean(target: Target, settings: ServiceSettings, *, lease_expiry_seconds: fl
 def archive(target: Target, settings: ServiceSettings, *, lease_expiry_seconds: float = 60.0,
             storage_options: Mapping[str, Any] | None = None,
             hudi_lock: LockSettings | None = None) -> archiver.ArchiveResult:
-    """Archive what the settings allow (under the lease)."""
-    table = _table(target, storage_options)
+    """Archive what the settings allow (under the lease), at every version ingest writes."""
+    table = _table(target, storage_options, "archival")
     with _lease(table, lease_expiry_seconds, hudi_lock) as lock:
         return archiver.archive(table, settings, fence=lock.check)
 
@@ -226,7 +233,7 @@ def rollback_instant(target: Target, instant_time: str, *, lease_expiry_seconds:
                      storage_options: Mapping[str, Any] | None = None) -> Instant:
     """Roll back a pending write (or finish an interrupted rollback); refuse anything else."""
     check_instant_time(instant_time)
-    table = _table(target, storage_options, services=False)
+    table = _table(target, storage_options, None)
     with _lease(table, lease_expiry_seconds):
         timeline = table.timeline()
         instant = timeline.get(instant_time)
@@ -276,7 +283,7 @@ def pending_services(table: HudiTable) -> list[PendingService]:
     out = []
     for instant in table.timeline().pending(Action.COMPACTION, Action.CLEAN, Action.ROLLBACK):
         requested = Instant(instant.timestamp, instant.action, State.REQUESTED)
-        data = read_instant(storage, requested)
+        data = read_instant(storage, requested, table.layout)
         if instant.action is Action.COMPACTION:
             plan = compaction.CompactionPlan.from_bytes(data)
             items = len(plan.operations)

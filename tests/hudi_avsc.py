@@ -147,3 +147,98 @@ def parse_hudi_text(text: str) -> Any:
     named: dict[str, Any] = {}
     fastavro.parse_schema(json.loads(_INSTANT_INFO), named_schemas=named)
     return fastavro.parse_schema(json.loads(_COMMENT.sub("", text)), named_schemas=named)
+
+
+# Hudi 1.2's table-service schemas as text (`hudi-common/src/main/avro`, apache/hudi master and
+# release-1.x; comments dropped). `HoodieCompactionOperation.avsc` declares `HoodieCompactionPlan`, whose
+# `strategy` is `HoodieCompactionStrategy.avsc` (inlined here) and whose last field,
+# `missingSchedulePartitions`, came with 1.0's incremental table services (the plans in the v8 and v9
+# fixtures carry it). The clean schemas are unchanged since 0.14: `HoodieCleanerPlan.avsc`,
+# `HoodieCleanMetadata.avsc` with `HoodieCleanPartitionMetadata.avsc` inlined.
+COMPACTION_PLAN_1_2 = """{"namespace": "org.apache.hudi.avro.model", "type": "record", "name": "HoodieCompactionPlan",
+  "fields": [
+    {"name": "operations", "type": ["null", {"type": "array", "items": {
+      "name": "HoodieCompactionOperation", "type": "record",
+      "fields": [
+        {"name": "baseInstantTime", "type": ["null", "string"]},
+        {"name": "deltaFilePaths", "type": ["null", {"type": "array", "items": "string"}], "default": null},
+        {"name": "dataFilePath", "type": ["null", "string"], "default": null},
+        {"name": "fileId", "type": ["null", "string"]},
+        {"name": "partitionPath", "type": ["null", "string"], "default": null},
+        {"name": "metrics", "type": ["null", {"type": "map", "values": "double"}], "default": null},
+        {"name": "bootstrapFilePath", "type": ["null", "string"], "default": null}
+      ]}}], "default": null},
+    {"name": "extraMetadata", "type": ["null", {"type": "map", "values": "string"}], "default": null},
+    {"name": "version", "type": ["int", "null"], "default": 1},
+    {"name": "strategy", "type": ["null", {"type": "record", "name": "HoodieCompactionStrategy",
+      "fields": [
+        {"name": "compactorClassName", "type": ["null", "string"], "default": null},
+        {"name": "strategyParams", "type": ["null", {"type": "map", "values": "string"}], "default": null},
+        {"name": "version", "type": ["int", "null"], "default": 1}
+      ]}], "default": null},
+    {"name": "preserveHoodieMetadata", "type": ["boolean", "null"], "default": false},
+    {"name": "missingSchedulePartitions", "type": ["null", {"type": "array", "items": "string"}], "default": null}
+  ]
+}"""
+
+CLEANER_PLAN_1_2 = """{"namespace": "org.apache.hudi.avro.model", "type": "record", "name": "HoodieCleanerPlan",
+  "fields": [
+    {"name": "earliestInstantToRetain", "type": ["null", {"type": "record", "name": "HoodieActionInstant",
+      "fields": [{"name": "timestamp", "type": "string"}, {"name": "action", "type": "string"},
+                 {"name": "state", "type": "string"}]}], "default": null},
+    {"name": "lastCompletedCommitTimestamp", "type": "string", "default": ""},
+    {"name": "policy", "type": "string"},
+    {"name": "filesToBeDeletedPerPartition", "type": ["null", {"type": "map", "values": {"type": "array",
+      "items": {"name": "filePath", "type": "string"}}}], "default": null},
+    {"name": "version", "type": ["int", "null"], "default": 1},
+    {"name": "filePathsToBeDeletedPerPartition", "type": ["null", {"type": "map", "values": {"type": "array",
+      "items": {"name": "HoodieCleanFileInfo", "type": "record", "fields": [
+        {"name": "filePath", "type": ["null", "string"], "default": null},
+        {"name": "isBootstrapBaseFile", "type": ["null", "boolean"], "default": null}]}}}], "default": null},
+    {"name": "partitionsToBeDeleted", "type": ["null", {"type": "array", "items": "string"}], "default": null},
+    {"name": "extraMetadata", "type": ["null", {"type": "map", "values": "string", "default": null}], "default": null}
+  ]
+}"""
+
+CLEAN_METADATA_1_2 = """{"namespace": "org.apache.hudi.avro.model", "type": "record", "name": "HoodieCleanMetadata",
+  "fields": [
+    {"name": "startCleanTime", "type": "string"},
+    {"name": "timeTakenInMillis", "type": "long"},
+    {"name": "totalFilesDeleted", "type": "int"},
+    {"name": "earliestCommitToRetain", "type": "string"},
+    {"name": "lastCompletedCommitTimestamp", "type": "string", "default": ""},
+    {"name": "partitionMetadata", "type": {"type": "map", "values": {
+      "namespace": "org.apache.hudi.avro.model", "type": "record", "name": "HoodieCleanPartitionMetadata",
+      "fields": [
+        {"name": "partitionPath", "type": "string"},
+        {"name": "policy", "type": "string"},
+        {"name": "deletePathPatterns", "type": {"type": "array", "items": "string"}},
+        {"name": "successDeleteFiles", "type": {"type": "array", "items": "string"}},
+        {"name": "failedDeleteFiles", "type": {"type": "array", "items": "string"}},
+        {"name": "isPartitionDeleted", "type": ["null", "boolean"], "default": null}
+      ]}}},
+    {"name": "version", "type": ["int", "null"], "default": 1},
+    {"name": "bootstrapPartitionMetadata", "type": ["null", {"type": "map",
+      "values": "HoodieCleanPartitionMetadata", "default": null}], "default": null},
+    {"name": "extraMetadata", "type": ["null", {"type": "map", "values": "string", "default": null}], "default": null}
+  ]
+}"""
+
+
+def decode_strict(data: bytes, text: str) -> dict:
+    """The one record of an Avro container file, read by Apache Avro's own library (the `avro` package,
+    whose parser rejects what Java's `Schema.Parser` rejects) with Hudi's schema `text` as reader
+    schema: the writer schema we embedded is resolved against it by record full name and field name,
+    as Hudi's generated classes read timeline files (`TimelineMetadataUtils.deserializeAvroMetadata`)."""
+    import io
+
+    import avro.datafile
+    import avro.io
+    import avro.schema
+
+    reader_schema = avro.schema.parse(_COMMENT.sub("", text))
+    with avro.datafile.DataFileReader(io.BytesIO(data), avro.io.DatumReader(readers_schema=reader_schema)) as r:
+        records = list(r)
+    if len(records) != 1:
+        raise AssertionError(f"one record expected, found {len(records)}")
+    return records[0]

@@ -16,12 +16,18 @@ process to open the table. Each check names the Java code whose rule it keeps:
   the latest base file of its file group, or a Hudi writer tags its update as an insert;
 * rollback metadata: `HoodieTableMetadataUtil.processRollbackMetadata` calls
   `getRollbackLogFiles().forEach` and `getLogFilesFromFailedCommit().forEach` without null checks, so
-  every `.rollback` must decode with Hudi 0.15's `HoodieRollbackMetadata` schema with every field set.
+  every `.rollback` must decode with Hudi 0.15's `HoodieRollbackMetadata` schema with every field set;
+* layout-2 timeline (table versions 8 and 9): every file of `.hoodie/timeline/` is named as
+  `InstantFileNameGeneratorV2` names it and parses with hudi-rs's instant rules; a completed compaction
+  is a `commit` (log compaction a `deltacommit`, clustering a `replacecommit`), and the plan a pending
+  compaction or clean is executed from is in its requested file (`CompactionUtils.getCompactionPlan`,
+  `CleanerUtils.getCleanerPlan` read it there).
 """
 
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from pathlib import Path
 
 import avro.schema
@@ -106,6 +112,48 @@ def check_markers(table: Path) -> int:
         if m.group(2) == "APPEND":
             assert LOG_FILE.match(name), f"APPEND marker {rel} of {instant} does not name a log file"
     return len(lines)
+
+
+# HoodieTimeline's actions; hudi-rs itself knows only commit, deltacommit and replacecommit and skips the rest.
+HUDI_ACTIONS = {"commit", "deltacommit", "replacecommit", "clean", "rollback", "savepoint", "compaction",
+                "logcompaction", "restore", "indexing", "clustering", "schemacommit"}
+# InstantFileNameGeneratorV2: these complete as another action's file.
+_COMPLETED_AS = {"compaction": "commit", "logcompaction": "deltacommit", "clustering": "replacecommit"}
+
+
+def timeline_instant(file_name: str) -> tuple[str, str | None, str, str]:
+    """(requested, completed or None, action, state) of a timeline file, by hudi-rs's
+    `Instant::try_from_file_name_and_timezone` (crates/core/src/timeline/instant.rs): split at the first
+    '.', the action and state suffix (`<action>[.requested|.inflight]`, or the bare `inflight` of a
+    commit), a `<requested>_<completed>` head only on completed instants, each time 14 or 17 digits and a
+    real date."""
+    head, dot, suffix = file_name.partition(".")
+    assert dot, file_name
+    action, _, state = suffix.partition(".")
+    if suffix == "inflight":
+        action, state = "commit", "inflight"
+    assert action in HUDI_ACTIONS and state in ("", "requested", "inflight"), file_name
+    requested, underscore, completed = head.partition("_")
+    for ts in (requested, completed) if underscore else (requested,):
+        assert len(ts) in (14, 17) and ts.isdigit(), file_name
+        datetime.strptime(ts[:14], "%Y%m%d%H%M%S")
+    assert not underscore or state == "", f"{file_name}: only completed instants carry a completion time"
+    return requested, completed or None, action, state or "completed"
+
+
+def check_timeline(table: Path) -> int:
+    folder = _meta_folder(table) / "timeline"
+    if not folder.is_dir():
+        return 0  # layout 1: instants among `.hoodie`'s other files
+    names = sorted(f.name for f in folder.iterdir() if f.is_file())
+    for name in names:
+        requested, completed, action, state = timeline_instant(name)
+        if completed is not None:
+            assert completed > requested, f"{name}: completed before it was requested"
+            assert action not in _COMPLETED_AS, f"{name}: a completed {action} is a {_COMPLETED_AS[action]}"
+        if action in ("compaction", "clean") and state == "requested":
+            assert (folder / name).stat().st_size, f"{name}: the plan it is executed from is missing"
+    return len(names)
 
 
 def _data_files(table: Path):
@@ -210,6 +258,7 @@ def check(table: str | Path, bucket_index: bool, global_index: bool = False) -> 
         "markers": check_markers(table),
         "schemas": check_schemas(table),
         "rollbacks": check_rollbacks(table),
+        "timeline": check_timeline(table),
     }
     if not bucket_index:
         counts["keys_in_base_files"] = check_keys_in_base_files(table, global_index)

@@ -25,7 +25,7 @@ LAYERS: list[set[str]] = [
     {"ingest.hudi.services"},
     {"ingest.index", "ingest.kafka", "ingest.catalog"},
     {"ingest.write"},
-    {"ingest.services"},
+    {"ingest.services", "ingest.upgrade"},
     {"ingest.config"},
     {"ingest.spark"},
     {"ingest.pipeline"},

@@ -162,16 +162,6 @@ def test_writers_and_services_refuse_a_copy_on_write_table(tmp_path, capsys):
     assert read_snapshot(HudiTable.open(str(path))).num_rows == 8  # reading is still fine
 
 
-def test_services_refuse_a_version_9_table(tmp_path, capsys):
-    """Table services write version-6 plans and layout-1 timelines (`HoodieTableVersion.SIX`) only:
-    at 9 they are refused in one line naming the version (`TableVersion.services`)."""
-    path = unzip("tables-v9", V9[1], tmp_path)
-    assert main(["clean", str(path)]) == 1
-    err = capsys.readouterr().err
-    assert "table version 9: ingest does not run compaction, cleaning or archival" in err
-    assert len(err.strip().splitlines()) == 1
-
-
 def test_a_table_in_another_format_is_refused_clearly(tmp_path, capsys):
     """`HoodieTableConfig.TABLE_FORMAT` other than `native` (another format's metadata on Hudi's
     files) and `BASE_FILE_FORMAT` other than PARQUET are not read: one line says which."""

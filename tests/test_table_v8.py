@@ -169,7 +169,7 @@ def test_v8_as_of_follows_the_sql_statement_by_statement(fixture_tables):
 
 def test_layout_2_timeline_carries_completion_times(fixture_tables):
     table = HudiTable.open(str(fixture_tables[V8]))
-    assert table.layout == TimelineLayout(2, ".hoodie/timeline")
+    assert table.layout == TimelineLayout(2, ".hoodie/timeline", ".hoodie/timeline/history")
     timeline = table.timeline()
     names = sorted(p.name for p in (fixture_tables[V8] / ".hoodie" / "timeline").iterdir() if p.is_file())
     assert sorted(timeline.files) == names
@@ -221,7 +221,7 @@ def test_layout_follows_the_table_config():
     assert TimelineLayout.of(config(**{"hoodie.table.version": "6"})) == LAYOUT_1
     assert TimelineLayout.of(config(**{"hoodie.table.version": "8"})).folder == ".hoodie/timeline"
     custom = config(**{"hoodie.table.version": "8", "hoodie.timeline.layout.version": "2", "hoodie.timeline.path": "tl"})
-    assert TimelineLayout.of(custom) == TimelineLayout(2, ".hoodie/tl")
+    assert TimelineLayout.of(custom) == TimelineLayout(2, ".hoodie/tl", ".hoodie/tl/history")
     with pytest.raises(UnsupportedTable, match="layout version 3"):
         TimelineLayout.of(config(**{"hoodie.table.version": "8", "hoodie.timeline.layout.version": "3"}))
 

@@ -12,7 +12,6 @@ import os
 import random
 import subprocess
 import sys
-from datetime import datetime
 from pathlib import Path
 
 import fastavro
@@ -37,7 +36,6 @@ from ingest.hudi.table.file_names import LogFileName
 from ingest.hudi.table.snapshot import read_snapshot
 from ingest.hudi.table.table import HudiTable
 from ingest.hudi.timeline.instant import Action
-from ingest.services import ServiceSettings, run_inline_services
 from ingest.storage import Storage
 from ingest.write.batch import LocalWriter
 from ingest.write.options import IndexOptions, IndexType, WriteOptions
@@ -135,28 +133,7 @@ def test_log_block_headers_are_ones_the_version_knows(tmp_path, version):
 
 # -- the timeline --------------------------------------------------------------------------------------
 
-_HUDI_ACTIONS = {"commit", "deltacommit", "replacecommit", "clean", "rollback", "savepoint", "compaction",
-                 "logcompaction", "restore", "indexing", "clustering", "schemacommit"}
-
-
-def hudi_rs_instant(file_name: str) -> tuple[str, str | None, str, str]:
-    """hudi-rs's `Instant::try_from_file_name_and_timezone` (crates/core/src/timeline/instant.rs):
-    split at the first '.', the action and state suffix (`<action>[.requested|.inflight]`, or the bare
-    `inflight` of a commit), a `<requested>_<completed>` head only on completed instants, each time 14 or
-    17 digits and a real date. hudi-rs itself knows three actions and skips the others' files; the
-    action is checked here against Hudi's `HoodieTimeline` actions."""
-    head, dot, suffix = file_name.partition(".")
-    assert dot, file_name
-    action, _, state = suffix.partition(".")
-    if suffix == "inflight":
-        action, state = "commit", "inflight"
-    assert action in _HUDI_ACTIONS and state in ("", "requested", "inflight"), file_name
-    requested, underscore, completed = head.partition("_")
-    for ts in (requested, completed) if underscore else (requested,):
-        assert len(ts) in (14, 17) and ts.isdigit(), file_name
-        datetime.strptime(ts[:14], "%Y%m%d%H%M%S")
-    assert not underscore or state == "", f"{file_name}: only completed instants carry a completion time"
-    return requested, completed or None, action, state or "completed"
+hudi_rs_instant = hudi_invariants.timeline_instant  # hudi-rs's instant rules, Hudi's action names
 
 
 def crash_writer(path: str, version: int, ops: list[Op], crash_at: str) -> None:
@@ -363,22 +340,6 @@ def test_hudi_written_v8_and_v9_tables_are_continued(tmp_path, folder, name, key
 
 
 # -- services and refusals -----------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("version", VERSIONS)
-def test_services_at_8_and_9_are_refused_in_one_line_and_skipped_inline(tmp_path, version, caplog):
-    """Compaction, cleaning and archival at 8/9 need 1.x plans, the LSM history (`LSMTimelineWriter`) and
-    completion-time slicing that ingest does not write yet: run on their own they fail with one line naming
-    the table version; after a writer's commits (`BaseHoodieWriteClient.postCommit`'s inline services)
-    they are skipped with a warning, and the writes go on."""
-    from ingest import services
-
-    w = write_rounds(tmp_path / "t", version, rounds=2)
-    with pytest.raises(UnsupportedTable, match=f"table version {version}: ingest does not run compaction"):
-        services.clean(w.path, ServiceSettings())
-    run = run_inline_services(w.table, ServiceSettings())
-    assert not run.ran
-    assert f"table version {version}" in caplog.text
 
 
 def test_unknown_write_versions_are_refused():

@@ -16,6 +16,7 @@ import argparse
 from collections.abc import Sequence
 
 from ingest.errors import ConfigError
+from ingest.hudi.table.lock_provider import LockSettings
 
 _TARGETS = "_targets"
 HUDI_SECTION = "hudi"
@@ -67,3 +68,12 @@ def hudi_sets(items: Sequence[str]) -> dict[str, str]:
                               f"({HUDI_SECTION}.hoodie.*=VALUE)", source="--set")
         out[key.strip()] = value.strip()
     return out
+
+
+def hudi_lock(args: argparse.Namespace) -> LockSettings | None:
+    """Hudi's lock, when `--set hudi.hoodie.write.concurrency.mode=OPTIMISTIC_CONCURRENCY_CONTROL` (and its
+    lock provider) say Hudi writers share the table."""
+    try:
+        return LockSettings.from_hudi(hudi_sets(args.overrides), args.path)
+    except ConfigError as e:
+        raise ConfigError(str(e), source="--set") from None

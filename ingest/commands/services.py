@@ -14,23 +14,12 @@ import argparse
 import sys
 
 from ingest import services
-from ingest.commands.args import add_path, add_set, hudi_sets
-from ingest.errors import ConfigError
+from ingest.commands.args import add_path, add_set, hudi_lock, hudi_sets
 from ingest.hudi.config.service_settings import ServiceSettings
-from ingest.hudi.table.lock_provider import LockSettings
 
 
 def _settings(args: argparse.Namespace) -> ServiceSettings:
     return ServiceSettings.from_mapping(hudi_sets(args.overrides), source="--set")
-
-
-def _hudi_lock(args: argparse.Namespace) -> LockSettings | None:
-    """Hudi's lock, when `--set hudi.hoodie.write.concurrency.mode=OPTIMISTIC_CONCURRENCY_CONTROL` (and its
-    lock provider) say Hudi writers share the table."""
-    try:
-        return LockSettings.from_hudi(hudi_sets(args.overrides), args.path)
-    except ConfigError as e:
-        raise ConfigError(str(e), source="--set") from None
 
 
 def _add_common(parser: argparse.ArgumentParser, example: str) -> None:
@@ -67,7 +56,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_compact(args: argparse.Namespace) -> int:
     result = services.compact(args.path, _settings(args), instant=args.execute, execute=not args.schedule_only,
-                              hudi_lock=_hudi_lock(args))
+                              hudi_lock=hudi_lock(args))
     if result.note:
         print(result.note, file=sys.stderr)
     print(f"scheduled: {result.scheduled or '-'}")
@@ -78,7 +67,7 @@ def run_compact(args: argparse.Namespace) -> int:
 
 
 def run_clean(args: argparse.Namespace) -> int:
-    results = services.clean(args.path, _settings(args), hudi_lock=_hudi_lock(args))
+    results = services.clean(args.path, _settings(args), hudi_lock=hudi_lock(args))
     for r in results:
         print(f"clean {r.instant}: {len(r.deleted)} file(s) deleted, {len(r.failed)} already gone")
     if not results:
@@ -87,7 +76,7 @@ def run_clean(args: argparse.Namespace) -> int:
 
 
 def run_archive(args: argparse.Namespace) -> int:
-    result = services.archive(args.path, _settings(args), hudi_lock=_hudi_lock(args))
+    result = services.archive(args.path, _settings(args), hudi_lock=hudi_lock(args))
     if result.archived:
         print(f"archived {len(result.archived)} instant(s) {result.archived[0]}..{result.archived[-1]}"
               f" into {result.file or '(entries already archived)'}")

@@ -198,7 +198,7 @@ KEYS: tuple[Key, ...] = (
         "(set it for tables keyed or partitioned by a timestamp).", default=False),
     Key("hudi.hoodie.write.table.version", Type.CHOICE, "Table version of a table ingest creates: 6 (Hudi "
         "0.14/0.15; every Hudi reader since 0.14 reads it), 8 (Hudi 1.0) or 9 (Hudi 1.1/1.2). An existing table is "
-        "written at its own version, never upgraded. Compaction, cleaning and archival run at version 6 only.",
+        "written at its own version, never upgraded. Table services run at every version.",
         default="6", choices=WRITABLE_TABLE_VERSIONS),
     Key("hudi.hoodie.write.complex.keygen.new.encoding", Type.BOOLEAN, "COMPLEX key generator with one key "
         "field: keys `field:value` (false, as Hudi 0.14.0, 0.14.2+, 0.15.1+ and 1.x write them) or the bare "
@@ -413,6 +413,9 @@ KEYS: tuple[Key, ...] = (
     Key("hudi.hoodie.keep.max.commits", Type.INTEGER, "Archival starts when the active timeline holds more "
         "commits than this (more than `hoodie.keep.min.commits`).", default=30, minimum=1, service=True),
     Key("hudi.hoodie.commits.archival.batch", Type.INTEGER, "Archived instants per block of the archive.",
+        default=10, minimum=1, service=True),
+    Key("hudi.hoodie.timeline.compaction.batch.size", Type.INTEGER, "Table versions 8 and 9: when a layer of "
+        "the LSM timeline history holds this many files, they are merged into one file of the next layer.",
         default=10, minimum=1, service=True),
     # -- hudi: HoodieStreamer settings without an equivalent ------------------------------------
     # -- hudi: HoodieStreamer's SchemaRegistryProvider (confluent_avro values) --------------------

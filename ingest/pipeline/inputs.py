@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from ingest.errors import ConfigError
-from ingest.hudi.services.archiver import read_archived_timeline
+from ingest.hudi.services.archiver import archived_commit_metadata
 from ingest.hudi.table.table import HudiTable
 from ingest.hudi.timeline.instant import Action
 from ingest.hudi.timeline.timeline import AUX_FOLDER
@@ -145,8 +145,7 @@ def committed(table_path: str, storage_options: dict, identifier: str) -> Progre
     batches = {int(r.get("batch", -1)) for r in records}
     archived_too = 0 not in batches and table.storage.exists(marker_path(identifier))
     if archived_too:
-        for entry in read_archived_timeline(table.storage):
-            metadata = entry.get("hoodieCommitMetadata") or {}
+        for metadata in archived_commit_metadata(table):
             records.extend(_records(metadata.get("extraMetadata"), identifier))
     done = {tuple(f) for r in records for f in r.get("files") or ()}
     batches = {int(r.get("batch", -1)) for r in records}

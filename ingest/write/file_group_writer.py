@@ -86,6 +86,9 @@ class FileGroupTarget:
     latest_log: str | None = None      # that slice's newest log file name
     latest_log_size: int = 0           # its size when the commit was planned
     log_files: tuple[str, ...] = ()    # that slice's log file names, oldest first
+    # Table version 8+: a log file is named with the writing instant and opens its own slice, so it
+    # never appends and its stat names no base file (`HoodieAppendHandle.populateWriteStatAndFetchFileSlice`).
+    logs_by_writer: bool = False
 
     @property
     def is_new(self) -> bool:
@@ -390,7 +393,7 @@ def _write_log(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Table, de
     storage = ctx.storage
     data = _blocks(ctx, contents, deletes)
     data_bytes = data_size(data)
-    base_instant = target.base_instant or ctx.instant
+    base_instant = ctx.instant if target.logs_by_writer else target.base_instant or ctx.instant
     appended = False
     offset = 0
     name = None
@@ -434,8 +437,8 @@ def _write_log(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Table, de
         runtime_stats=_runtime(started, create=False),
         log_version=parsed.version if parsed else 1,
         log_offset=offset,
-        base_file=target.base_file or "",
-        log_files=_stat_log_files(target, name),
+        base_file="" if target.logs_by_writer else target.base_file or "",
+        log_files=(name,) if target.logs_by_writer else _stat_log_files(target, name),
     )
 
 

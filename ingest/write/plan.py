@@ -142,7 +142,7 @@ def build_plan(txn: Transaction, options: WriteOptions) -> WritePlan:
     config = txn.table.config
     ordering_field = config.precombine_field or options.precombine_field
     by_writer = txn.table.version.log_files_by_writer
-    compactions = {} if by_writer else pending_compaction_groups(txn)
+    compactions = pending_compaction_groups(txn)
     mismatch = index_type_mismatch(config, txn.view.latest_writer_slices(), options.index.type)
     if mismatch:
         raise ConfigError(f"{txn.table.base_url}: {mismatch}", key=BUCKET_INDEX_TYPE)
@@ -152,8 +152,11 @@ def build_plan(txn: Transaction, options: WriteOptions) -> WritePlan:
         key = (slice_.partition_path, slice_.file_id)
         pending = compactions.get(key)
         if by_writer:
-            # `HoodieAppendHandle` at 8+: the log file, its prevCommit and slice are this instant's own.
-            targets[key] = FileGroupTarget(slice_.partition_path, slice_.file_id, base_instant=txn.instant_time)
+            # `HoodieAppendHandle` at 8+: the log file, its prevCommit and slice are this instant's own;
+            # the slice's base file is still what a small-file merge (`HoodieMergeHandle`) rewrites.
+            targets[key] = FileGroupTarget(
+                slice_.partition_path, slice_.file_id, base_instant=slice_.base_instant,
+                base_file=slice_.base_file.name.name if slice_.base_file else None, logs_by_writer=True)
         elif pending is not None and slice_.base_instant < pending:
             # Logs written after a compaction was planned open the compaction's slice.
             targets[key] = FileGroupTarget(slice_.partition_path, slice_.file_id, base_instant=pending)

@@ -123,7 +123,9 @@ def _record(name: str, fields: list[dict[str, Any]]) -> dict[str, Any]:
 # LATEST_COMPACTION_METADATA_VERSION) names files relative to their partition: `deltaFilePaths` are log
 # file names, `dataFilePath` the base file name. `strategy`/`preserveHoodieMetadata` came with log
 # compaction (0.13); the union order of `preserveHoodieMetadata` is that of the plan Hudi wrote in the
-# v8 fixture. `missingSchedulePartitions` (1.x) is left out: readers default it to null.
+# v8 fixture. `missingSchedulePartitions` came with 1.0's incremental table services: the plan of a
+# version-6 table leaves it out (readers default it to null), tables of 8 and 9 carry it
+# (`COMPACTION_PLAN_1X`, as Hudi 1.x's `HoodieCompactionPlan.avsc` and the plans in the v8/v9 fixtures).
 
 COMPACTION_OPERATION: dict[str, Any] = _record("HoodieCompactionOperation", [
     _field("baseInstantTime", ["null", "string"]),
@@ -148,6 +150,11 @@ COMPACTION_PLAN: dict[str, Any] = _record("HoodieCompactionPlan", [
     _opt("strategy", COMPACTION_STRATEGY),
     _field("preserveHoodieMetadata", ["boolean", "null"], default=False),
 ])
+
+COMPACTION_PLAN_1X: dict[str, Any] = {**COMPACTION_PLAN, "fields": [
+    *COMPACTION_PLAN["fields"],
+    _opt("missingSchedulePartitions", _STRINGS),
+]}
 
 # -- clean ------------------------------------------------------------------------------------------
 # `.clean.requested` / `.clean.inflight` hold a HoodieCleanerPlan (version 2: files to delete as
@@ -280,6 +287,11 @@ REPLACE_COMMIT_METADATA: dict[str, Any] = _record("HoodieReplaceCommitMetadata",
     _opt("partitionToReplaceFileIds", {"type": "map", "values": _STRINGS}),
 ])
 
+# The same record as a file of its own (a layout-2 `.replacecommit`): `HoodieWriteStat` defined inline.
+REPLACE_COMMIT_METADATA_FILE: dict[str, Any] = {
+    **REPLACE_COMMIT_METADATA, "fields": [COMMIT_METADATA["fields"][0], *REPLACE_COMMIT_METADATA["fields"][1:]],
+}
+
 REQUESTED_REPLACE_METADATA: dict[str, Any] = _record("HoodieRequestedReplaceMetadata", [
     _opt("operationType", "string"),
     _opt("clusteringPlan", _record("HoodieClusteringPlan", [
@@ -353,15 +365,32 @@ ARCHIVED_META_ENTRY: dict[str, Any] = _define_once(_record("HoodieArchivedMetaEn
     _opt("hoodieIndexCommitMetadata", INDEX_COMMIT_METADATA),
 ]), set())
 
-_PARSED: dict[str, Any] = {}
+# -- LSM timeline history (table versions 8 and 9) ----------------------------------------------------
+# `.hoodie/timeline/history/<min>_<max>_<level>.parquet` rows: one per archived instant, its completed
+# file's bytes as `metadata` and its plan (requested or inflight file) as `plan`
+# (`HoodieLSMTimelineInstant.avsc`; `MetadataConversionUtils.createLSMTimelineInstant`).
+
+LSM_TIMELINE_INSTANT: dict[str, Any] = _record("HoodieLSMTimelineInstant", [
+    _opt("instantTime", "string"),
+    _opt("completionTime", "string"),
+    _opt("action", "string"),
+    _opt("metadata", "bytes"),
+    _opt("plan", "bytes"),
+    _field("version", "int", default=1),
+])
+
+
+_PARSED: dict[int, tuple[dict[str, Any], Any]] = {}
 
 
 def parsed(schema: dict[str, Any]) -> Any:
-    """Each schema defines the named types it uses inline, so it parses on its own."""
-    key = schema["name"]
+    """Each schema defines the named types it uses inline, so it parses on its own. Cached per schema
+    object, not per record name: one record may have a schema per Hudi release (`COMPACTION_PLAN`,
+    `COMPACTION_PLAN_1X`); the cache keeps the object, so its id is never another's."""
+    key = id(schema)
     if key not in _PARSED:
-        _PARSED[key] = fastavro.parse_schema(schema)
-    return _PARSED[key]
+        _PARSED[key] = (schema, fastavro.parse_schema(schema))
+    return _PARSED[key][1]
 
 
 def serialize(schema: dict[str, Any], record: dict[str, Any]) -> bytes:

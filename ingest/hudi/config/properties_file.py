@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 
 from ingest.errors import TableNotFound, UnsupportedTable
+from ingest.faults import crash_point
 from ingest.hudi.config import properties
 from ingest.storage import Storage
 
@@ -152,6 +153,7 @@ def modify(storage: Storage, updates: Mapping[str, str], deletes: tuple[str, ...
     if not storage.create(BACKUP_PATH, storage.read(PROPERTIES_PATH)):  # 1. back up (no overwrite)
         raise TableConfigDamaged(f"{storage.url(BACKUP_PATH)} appeared while rewriting the config")
     storage.delete(PROPERTIES_PATH)                               # 2. readers now use the backup
+    crash_point("mid_properties")
     props = _parse(storage.read(BACKUP_PATH))                     # 3. change and write anew
     props.update(updates)
     for key in deletes:

@@ -71,6 +71,7 @@ class Key:
     KEEP_MIN_COMMITS = "hoodie.keep.min.commits"
     KEEP_MAX_COMMITS = "hoodie.keep.max.commits"
     ARCHIVAL_BATCH = "hoodie.commits.archival.batch"
+    TIMELINE_COMPACTION_BATCH = "hoodie.timeline.compaction.batch.size"
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,7 @@ class ArchiveSettings:
     min_commits: int = 20
     max_commits: int = 30
     batch: int = 10                       # archived entries per log block
+    timeline_compaction_batch: int = 10   # LSM history files of a layer merged into the next (8, 9)
 
 
 T = TypeVar("T")
@@ -196,6 +198,7 @@ class ServiceSettings:
             min_commits=_parse(s, Key.KEEP_MIN_COMMITS, 20, _count(1), positive),
             max_commits=_parse(s, Key.KEEP_MAX_COMMITS, 30, _count(1), positive),
             batch=_parse(s, Key.ARCHIVAL_BATCH, 10, _count(1), positive),
+            timeline_compaction_batch=_parse(s, Key.TIMELINE_COMPACTION_BATCH, 10, _count(1), positive),
         )
         return cls(compaction, clean, archive)
 

@@ -125,6 +125,9 @@ class TableConfigKey(Enum):
         "hoodie.timeline.path", "timeline", str, "Timeline layout 2: folder of the instant files under .hoodie."
     )
     KEY_GENERATOR_CLASS = ConfigKey("hoodie.table.keygenerator.class")
+    BOOTSTRAP_INDEX_CLASS = ConfigKey("hoodie.bootstrap.index.class", doc="Bootstrap index class (tables bootstrapped).")
+    BOOTSTRAP_INDEX_TYPE = ConfigKey("hoodie.bootstrap.index.type", doc="Table version 8: the bootstrap index type.")
+    INDEX_DEFINITIONS_PATH = ConfigKey("hoodie.table.index.defs.path", doc="Table version 8: metadata index definitions.")
     HIVE_STYLE_PARTITIONING = ConfigKey("hoodie.datasource.write.hive_style_partitioning", "false", _bool)
     URL_ENCODE_PARTITIONING = ConfigKey("hoodie.datasource.write.partitionpath.urlencode", "false", _bool)
     DROP_PARTITION_COLUMNS = ConfigKey("hoodie.datasource.write.drop.partition.columns", "false", _bool)

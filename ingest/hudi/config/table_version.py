@@ -18,7 +18,12 @@ Mirrors Hudi's `HoodieTableVersion` and what its upgrade handlers change (`SixTo
 * `hoodie.properties`: merge mode and strategy id from 8 (`SevenToEightUpgradeHandler`), ordering
   fields, `hoodie.table.format` and the legacy payload key from 9 (`EightToNineUpgradeHandler`);
 * the streamer checkpoint key: `deltastreamer.checkpoint.key` at 6, `streamer.checkpoint.key.v2` from
-  8 (`StreamerCheckpointV1`/`V2`); the streaming sink's `_hudi_streaming_sink_checkpoint` is the same.
+  8 (`StreamerCheckpointV1`/`V2`); the streaming sink's `_hudi_streaming_sink_checkpoint` is the same;
+* table services: which ones ingest runs, one flag each (compaction, cleaning and archival, into the
+  LSM history at 8 and 9, run at every version today); and their plans as 1.x writes them: the
+  compaction plan carries `missingSchedulePartitions` (`HoodieCompactionPlanGenerator.getCompactionPlan`),
+  a clean's inflight file is empty (`ActiveTimelineV2.transitionCleanRequestedToInflight`, no plan
+  argument in 1.2), a clean plan's extra metadata an empty map (`CleanPlanActionExecutor`).
 
 Code elsewhere asks a `TableVersion` instead of comparing version numbers.
 """
@@ -44,12 +49,25 @@ class TableVersion:
     legacy_payload_key: bool        # payload classes are hoodie.table.legacy.payload.class
     table_format_key: bool          # hoodie.table.format is written
     streamer_checkpoint_key: str
-    services: bool                  # ingest runs compaction, cleaning and archival on it
+    compaction: bool                # ingest schedules and executes compactions on it
+    cleaning: bool                  # ingest cleans it
+    archival: bool                  # ingest archives its timeline
+    plans_of_1x: bool               # compaction and clean plans as Hudi 1.x writes them
     hudi_releases: str
 
     @property
     def has_completion_times(self) -> bool:
         return self.timeline_layout >= 2
+
+    def runs(self, service: str) -> bool:
+        """Whether ingest runs a table service ("compaction", "cleaning", "archival") at this version."""
+        return bool(getattr(self, service))
+
+    @property
+    def lsm_history(self) -> bool:
+        """Archived instants go to the LSM history `timeline/history` (layout 2, Hudi 1.x's
+        `TimelineArchiverV2`), else to `.hoodie/archived` log files (`TimelineArchiverV1`)."""
+        return self.timeline_layout == 2
 
     @property
     def rollback_appends_command_blocks(self) -> bool:
@@ -75,11 +93,11 @@ class TableVersion:
 _V6_HEADERS = frozenset(k for k in HeaderKey if k <= HeaderKey.BLOCK_IDENTIFIER)
 
 V6 = TableVersion(6, 1, False, False, "APPEND", _V6_HEADERS, False, False, False, False, "deltastreamer.checkpoint.key",
-                  True, "Hudi 0.14/0.15")
+                  compaction=True, cleaning=True, archival=True, plans_of_1x=False, hudi_releases="Hudi 0.14/0.15")
 V8 = TableVersion(8, 2, True, True, "CREATE", frozenset(HeaderKey), True, False, False, False, "streamer.checkpoint.key.v2",
-                  False, "Hudi 1.0")
+                  compaction=True, cleaning=True, archival=True, plans_of_1x=True, hudi_releases="Hudi 1.0")
 V9 = TableVersion(9, 2, True, True, "CREATE", frozenset(HeaderKey), True, True, True, True, "streamer.checkpoint.key.v2",
-                  False, "Hudi 1.1/1.2")
+                  compaction=True, cleaning=True, archival=True, plans_of_1x=True, hudi_releases="Hudi 1.1/1.2")
 _VERSIONS = {v.number: v for v in (V6, V8, V9)}
 
 READABLE_VERSIONS: tuple[int, ...] = tuple(_VERSIONS)

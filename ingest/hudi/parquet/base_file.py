@@ -156,6 +156,29 @@ def encode_base_file(table: pa.Table, writer_schema: AvroSchema, options: BaseFi
         filt.add_all(keys)
     min_key, max_key = _java_min_max(keys)
 
+    # parquet-avro's keys come first, then HoodieBloomFilterWriteSupport's in the order of its
+    # HashMap (type code only for dynamic filters, no min/max without records): the fixtures' order.
+    key_values = []
+    if filt.type_code == bloom.DYNAMIC_V0:
+        key_values.append((BLOOM_TYPE_CODE_KEY, filt.type_code))
+    key_values.append((BLOOM_FILTER_KEY, filt.to_string()))
+    if min_key is not None and max_key is not None:
+        key_values += [(MIN_RECORD_KEY, min_key), (MAX_RECORD_KEY, max_key)]
+    data = encode_avro_parquet(table, writer_schema, options, key_values)
+
+    meta = pq.read_metadata(pa.BufferReader(data))
+    uncompressed = sum(
+        meta.row_group(i).column(j).total_uncompressed_size
+        for i in range(meta.num_row_groups)
+        for j in range(meta.num_columns)
+    )
+    return data, BaseFileStats(path, table.num_rows, len(data), min_key, max_key, uncompressed)
+
+
+def encode_avro_parquet(table: pa.Table, writer_schema: AvroSchema, options: BaseFileOptions,
+                        extra_key_values: Sequence[tuple[str, str]] = ()) -> bytes:
+    """A parquet file of `table` as parquet-avro writes one for `writer_schema` (Hudi's
+    `HoodieAvroParquetWriter`): its keys (`parquet.avro.schema`, `writer.model.name`), then `extra_key_values`."""
     sink = io.BytesIO()
     rows_per_group = _rows_per_group(table, options.row_group_bytes)
     with pq.ParquetWriter(
@@ -173,24 +196,8 @@ def encode_base_file(table: pa.Table, writer_schema: AvroSchema, options: BaseFi
         store_schema=False,  # no ARROW:schema key: the footer holds Hudi's keys only
     ) as writer:
         writer.write_table(table, row_group_size=rows_per_group)
-
-    # parquet-avro's keys come first, then HoodieBloomFilterWriteSupport's in the order of its
-    # HashMap (type code only for dynamic filters, no min/max without records): the fixtures' order.
-    key_values = [(AVRO_SCHEMA_KEY, to_json(writer_schema)), (WRITER_MODEL_KEY, "avro")]
-    if filt.type_code == bloom.DYNAMIC_V0:
-        key_values.append((BLOOM_TYPE_CODE_KEY, filt.type_code))
-    key_values.append((BLOOM_FILTER_KEY, filt.to_string()))
-    if min_key is not None and max_key is not None:
-        key_values += [(MIN_RECORD_KEY, min_key), (MAX_RECORD_KEY, max_key)]
-    data = rewrite_footer(sink.getvalue(), _full_name(writer_schema), key_values, options.old_list_structure)
-
-    meta = pq.read_metadata(pa.BufferReader(data))
-    uncompressed = sum(
-        meta.row_group(i).column(j).total_uncompressed_size
-        for i in range(meta.num_row_groups)
-        for j in range(meta.num_columns)
-    )
-    return data, BaseFileStats(path, table.num_rows, len(data), min_key, max_key, uncompressed)
+    key_values = [(AVRO_SCHEMA_KEY, to_json(writer_schema)), (WRITER_MODEL_KEY, "avro"), *extra_key_values]
+    return rewrite_footer(sink.getvalue(), _full_name(writer_schema), key_values, options.old_list_structure)
 
 
 def new_bloom_filter(options: BaseFileOptions) -> bloom.BloomFilter:

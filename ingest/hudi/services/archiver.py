@@ -1,4 +1,5 @@
-"""Archival: moving old completed instants out of the active timeline, as Hudi 0.14/0.15 does.
+"""Archival: moving old completed instants out of the active timeline, as Hudi 0.14/0.15 does
+(at table versions 8 and 9 into the LSM history instead: `lsm_archival`, same choice of instants).
 
 When the active timeline holds more than `hoodie.keep.max.commits` completed commits, the oldest are
 archived until `hoodie.keep.min.commits` remain (`HoodieTimelineArchiver`). Every timeline file of an
@@ -41,11 +42,13 @@ from ingest.hudi.config.service_settings import CleanerPolicy, ServiceSettings
 from ingest.hudi.log.data_block import decode_avro_content, encode_avro_records
 from ingest.hudi.log.log_block import BlockType, HeaderKey, LogBlock, encode_blocks
 from ingest.hudi.log.log_reader import iter_log_blocks
-from ingest.hudi.services.compaction import check_writable, earliest_instant_to_retain
+from ingest.hudi.services import lsm_archival
+from ingest.hudi.services.compaction import earliest_instant_to_retain
 from ingest.hudi.table import markers
 from ingest.hudi.table.table import HudiTable
 from ingest.hudi.timeline.instant import Action, Instant, State
-from ingest.hudi.timeline.timeline import ARCHIVE_FOLDER, METAFOLDER, Timeline
+from ingest.hudi.timeline.timeline import ARCHIVE_FOLDER, METAFOLDER, Timeline, read_instant
+from ingest.hudi.timeline.timeline_layout import TimelineLayout
 from ingest.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -73,7 +76,7 @@ def _clean_horizon(table: HudiTable, timeline: Timeline) -> str | None:
     last_clean = timeline.last_completed(Action.CLEAN)
     if last_clean is None:
         return None
-    data = table.storage.read(f"{METAFOLDER}/{last_clean.file_name}")
+    data = read_instant(table.storage, last_clean, timeline.layout)
     if not data:
         return None
     return avro_models.deserialize(data, avro_models.CLEAN_METADATA).get("earliestCommitToRetain") or None
@@ -264,6 +267,23 @@ def read_archived_timeline(storage: Storage) -> list[dict]:
     return [e for _, path in archive_files(storage) for e in read_archive_file(storage, path)]
 
 
+def convert_to_lsm_history(storage: Storage, layout: TimelineLayout, batch: int = 10) -> list[str]:
+    """Upgrade to version 8 or 9: this table's `.hoodie/archived` instants written into the LSM history
+    of `layout`, `batch` instants a file (`SevenToEightUpgradeHandler.upgradeToLSMTimeline`); resumable.
+    Returns the history files written."""
+    entries = [e for _, path in archive_files(storage)
+               for e in read_archive_file(storage, path, avro_models.ARCHIVED_META_ENTRY)]
+    return lsm_archival.convert_legacy_archive(storage, layout, entries, batch)
+
+
+def archived_commit_metadata(table: HudiTable) -> list[dict]:
+    """The commit metadata of the archived instants, from the archive of the table's version (entries
+    of other actions give an empty dict at version 6)."""
+    if table.version.lsm_history:
+        return list(lsm_archival.archived_commit_metadata(table.storage, table.layout))
+    return [e.get("hoodieCommitMetadata") or {} for e in read_archived_timeline(table.storage)]
+
+
 def _archive_block(entries: list[dict]) -> LogBlock:
     schema = avro_models.ARCHIVED_META_ENTRY
     content = encode_avro_records(entries, schema)
@@ -287,12 +307,18 @@ def _write_archive_file(storage: Storage, entries: list[dict], batch: int) -> st
 
 def archive(table: HudiTable, settings: ServiceSettings, *, fence: Callable[[], None] | None = None) -> ArchiveResult:
     """Archive what `instants_to_archive` picks; run it holding the writer lease (`fence` its check)."""
-    check_writable(table)
+    table.config.check_supported(table.base_url, write=True)  # every version ingest writes
     storage = table.storage
     timeline = table.timeline()
     instants = instants_to_archive(table, timeline, settings)
     if not instants:
         return ArchiveResult()
+    if table.version.lsm_history:
+        path, written = lsm_archival.archive_into_history(storage, timeline, instants, fence)
+        lsm_archival.compact_history(storage, timeline.layout, settings.archive.timeline_compaction_batch)
+        log.info("archived %d instants (%s .. %s) into the LSM history (%s)", len(instants), instants[0].timestamp,
+                 instants[-1].timestamp, path)
+        return ArchiveResult(tuple(i.timestamp for i in instants), path, written)
     files = [(i, name) for i in instants for name in _ordered_files(timeline, i.timestamp)]
     existing = archive_files(storage)
     already = {_entry_key(e) for e in read_archive_file(storage, existing[-1][1])} if existing else set()

@@ -20,6 +20,11 @@ Protocol (`CleanPlanActionExecutor`, `CleanActionExecutor`): a plan with files t
 `<t>.clean` records `HoodieCleanMetadata`. A plan without files is not written at all. A clean a crash
 interrupted is executed again from its plan (deleting is idempotent; files already gone are reported
 as failed deletes, as Hudi reports them).
+
+At table versions 8 and 9 the same records in the layout-2 timeline (Hudi 1.2's schemas of the two are
+0.15's): `<t>.clean.inflight` is empty and the completed clean is `<t>_<completion>.clean`. Slices are
+those of the completion-time view, and the rules above compare their base instants (requested times),
+as 1.x's `CleanPlanner` and `CleanerUtils.getEarliestCommitToRetain` do.
 """
 
 from __future__ import annotations
@@ -78,6 +83,7 @@ class CleanerPlan:
     earliest_instant_to_retain: ActionInstant | None = None
     last_completed_commit: str = ""
     version: int = PLAN_VERSION
+    extra_metadata: Mapping[str, str] | None = None  # 1.x: {} (no savepoints); copied into the metadata
 
     @property
     def file_count(self) -> int:
@@ -98,7 +104,7 @@ class CleanerPlan:
                 for p, files in self.files.items()
             },
             "partitionsToBeDeleted": [],
-            "extraMetadata": None,
+            "extraMetadata": dict(self.extra_metadata) if self.extra_metadata is not None else None,
         })
 
     @classmethod
@@ -121,6 +127,7 @@ class CleanerPlan:
                 ectr["timestamp"], ectr["action"], ectr["state"]),
             last_completed_commit=d.get("lastCompletedCommitTimestamp") or "",
             version=int(d.get("version") or 1),
+            extra_metadata=d.get("extraMetadata"),
         )
 
 
@@ -157,7 +164,7 @@ def commits_since_last_clean(table: HudiTable, timeline: Timeline) -> int:
     last_clean = timeline.last_completed(Action.CLEAN)
     if last_clean is None:
         return len(done)
-    data = read_instant(table.storage, last_clean)
+    data = read_instant(table.storage, last_clean, timeline.layout)
     if not data:
         return len(done)
     since = avro_models.deserialize(data, avro_models.CLEAN_METADATA).get("lastCompletedCommitTimestamp") or ""
@@ -182,7 +189,7 @@ def _partitions_to_clean(table: HudiTable, timeline: Timeline, settings: CleanSe
         return []
     last_clean = timeline.last_completed(Action.CLEAN)
     if settings.incremental and last_clean is not None:
-        data = read_instant(table.storage, last_clean)
+        data = read_instant(table.storage, last_clean, timeline.layout)
         previous = avro_models.deserialize(data, avro_models.CLEAN_METADATA).get("earliestCommitToRetain") if data else ""
         first = timeline.first_write_timestamp
         if previous and first is not None and previous >= first:
@@ -225,7 +232,10 @@ def plan_clean(table: HudiTable, timeline: Timeline, settings: CleanSettings) ->
     """What a clean planned now would delete (possibly nothing)."""
     ectr = earliest_commit_to_retain(timeline, settings)
     last = timeline.last_completed(*COMMIT_ACTIONS)
-    empty = CleanerPlan(settings.policy, {}, ActionInstant.of(ectr) if ectr else None, last.timestamp if last else "")
+    # 1.x's `CleanPlanActionExecutor.prepareExtraMetadata`: an empty map when no savepoint is tracked.
+    extra = {} if table.version.plans_of_1x else None
+    empty = CleanerPlan(settings.policy, {}, ActionInstant.of(ectr) if ectr else None, last.timestamp if last else "",
+                        extra_metadata=extra)
     partitions = _partitions_to_clean(table, timeline, settings, ectr)
     if partitions == []:
         return empty
@@ -243,13 +253,13 @@ def plan_clean(table: HudiTable, timeline: Timeline, settings: CleanSettings) ->
         if doomed:
             files.setdefault(group.partition_path, []).extend(doomed)
     return CleanerPlan(settings.policy, {p: tuple(f) for p, f in files.items()},
-                       empty.earliest_instant_to_retain, empty.last_completed_commit)
+                       empty.earliest_instant_to_retain, empty.last_completed_commit, extra_metadata=extra)
 
 
 def schedule(table: HudiTable, settings: CleanSettings, *, force: bool = False,
              fence: Callable[[], None] | None = None) -> str | None:
     """Request a clean when the trigger (or `force`) says so and there are files to delete."""
-    check_writable(table)
+    check_writable(table, "cleaning")
     timeline = table.timeline()
     if not force and commits_since_last_clean(table, timeline) < settings.max_commits:
         return None
@@ -259,7 +269,7 @@ def schedule(table: HudiTable, settings: CleanSettings, *, force: bool = False,
     instant_time = timeline.new_instant_time()
     if fence is not None:
         fence()
-    request(table.storage, instant_time, Action.CLEAN, plan.to_bytes(table.storage))
+    request(table.storage, instant_time, Action.CLEAN, plan.to_bytes(table.storage), table.layout)
     log.info("scheduled clean %s of %d files", instant_time, plan.file_count)
     return instant_time
 
@@ -268,12 +278,13 @@ def schedule(table: HudiTable, settings: CleanSettings, *, force: bool = False,
 
 
 def read_plan(table: HudiTable, timestamp: str) -> CleanerPlan:
-    return CleanerPlan.from_bytes(table.storage, read_instant(table.storage, Instant(timestamp, Action.CLEAN, State.REQUESTED)))
+    requested = Instant(timestamp, Action.CLEAN, State.REQUESTED)
+    return CleanerPlan.from_bytes(table.storage, read_instant(table.storage, requested, table.layout))
 
 
 def execute(table: HudiTable, instant_time: str) -> CleanResult:
     """Run the clean `instant_time` (requested, or inflight after a crash) to completion."""
-    check_writable(table)
+    check_writable(table, "cleaning")
     storage = table.storage
     started = time.monotonic()
     instant = table.timeline().get(instant_time)
@@ -281,9 +292,12 @@ def execute(table: HudiTable, instant_time: str) -> CleanResult:
         raise TimelineError(f"{table.base_url}: no clean {instant_time} on the timeline")
     if instant.is_completed:
         return CleanResult(instant_time)
-    plan_bytes = read_instant(storage, instant.to(State.REQUESTED))
+    layout = table.layout
+    plan_bytes = read_instant(storage, instant.to(State.REQUESTED), layout)
     plan = CleanerPlan.from_bytes(storage, plan_bytes)
-    inflight = start(storage, instant, plan_bytes) if instant.state is State.REQUESTED else instant
+    # 0.x repeats the plan in the inflight file; 1.2 leaves it empty (`transitionCleanRequestedToInflight`).
+    inflight_bytes = b"" if table.version.plans_of_1x else plan_bytes
+    inflight = start(storage, instant, inflight_bytes, layout) if instant.state is State.REQUESTED else instant
     partitions: dict[str, dict] = {}
     deleted, failed = [], []
     for partition, paths in plan.files.items():
@@ -311,9 +325,9 @@ def execute(table: HudiTable, instant_time: str) -> CleanResult:
         "partitionMetadata": partitions,
         "version": METADATA_VERSION,
         "bootstrapPartitionMetadata": {},
-        "extraMetadata": None,
+        "extraMetadata": dict(plan.extra_metadata) if plan.extra_metadata is not None else None,  # the plan's
     }
-    complete(storage, inflight, avro_models.serialize(avro_models.CLEAN_METADATA, metadata))
+    complete(storage, inflight, avro_models.serialize(avro_models.CLEAN_METADATA, metadata), timeline=table.timeline())
     log.info("completed clean %s: %d files deleted, %d already gone", instant_time, len(deleted), len(failed))
     return CleanResult(instant_time, tuple(deleted), tuple(failed), partitions)
 

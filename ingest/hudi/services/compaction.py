@@ -16,6 +16,16 @@ Three steps, as Hudi 0.14/0.15 takes them (`ScheduleCompactionActionExecutor`, `
 * complete: `<t>.commit`, JSON commit metadata with `compacted: true`, operation COMPACT and the
   write stats the compactor fills in.
 
+At table versions 8 and 9 (Hudi 1.x) the same steps, in the layout-2 timeline: the plan in 1.x's schema
+(`missingSchedulePartitions`), `<t>.compaction.inflight` empty, and the completed compaction a
+`<t>_<completion>.commit` holding Avro commit metadata (`ActiveTimelineV2`, `CommitMetadataSerDeV2`).
+Slices are cut by completion time (`HoodieFileGroup.getBaseInstantTime`): a log joins the slice of the
+latest base instant at or before its deltacommit's completion, so logs completed after `<t>` belong to
+the compacted slice once it completes, and readers merge them with the planned slice until then.
+The plan holds only logs whose deltacommits completed before `<t>`
+(`BaseHoodieCompactionPlanGenerator.generateCompactionPlan`, `CompletionTimeQueryView.isCompletedBefore`):
+no write is pending when ingest schedules, and `<t>` comes after every completion time.
+
 Scheduling must not race a writer: a plan names the log files of a slice, and a write planned before
 the compaction was requested would still append to them. So scheduling happens only when no write is
 pending, under the writer's lease (the caller passes its fence), as Hudi schedules under its lock.
@@ -29,21 +39,16 @@ rollback instant, before executing it again; the files that remain are the same.
 
 from __future__ import annotations
 
-import json
 import logging
-import posixpath
-import threading
 import time
-import uuid
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ingest.errors import ConcurrentWriterError, TimelineError, UnsupportedTable
+from ingest.errors import TimelineError, UnsupportedTable
 from ingest.faults import crash_point
-from ingest.hudi.avro import avro_models
 from ingest.hudi.avro import schema as avro
 from ingest.hudi.config.service_settings import CompactionSettings, CompactionStrategy, TriggerStrategy
 from ingest.hudi.log.data_block import avro_record_count
@@ -51,149 +56,50 @@ from ingest.hudi.log.log_block import BlockType
 from ingest.hudi.log.log_reader import decode_block, iter_log_blocks
 from ingest.hudi.parquet.base_file import BaseFileOptions, encode_base_file, read_base_file
 from ingest.hudi.services import rollback
+from ingest.hudi.services.compaction_heartbeat import HEARTBEAT_FOLDER as HEARTBEAT_FOLDER
+from ingest.hudi.services.compaction_heartbeat import ExecutionHeartbeat
+from ingest.hudi.services.compaction_plan import PLAN_VERSION as PLAN_VERSION
+from ingest.hudi.services.compaction_plan import (
+    TOTAL_IO_MB,
+    TOTAL_IO_READ_MB,
+    TOTAL_IO_WRITE_MB,
+    TOTAL_LOG_FILES,
+    TOTAL_LOG_FILES_SIZE,
+    CompactionOperation,
+    CompactionPlan,
+    pending_plans,
+    read_plan,
+)
 from ingest.hudi.table import markers
-from ingest.hudi.table.file_names import BaseFileName, LogFileName, make_write_token
-from ingest.hudi.table.file_system_view import BaseFile, FileSlice, LogFile, list_partitions
+from ingest.hudi.table.file_names import BaseFileName, make_write_token
+from ingest.hudi.table.file_system_view import FileSlice, list_partitions
 from ingest.hudi.table.snapshot import ReadContext, read_slice
 from ingest.hudi.table.table import HudiTable
 from ingest.hudi.timeline.commit_metadata import NULL_COMMIT, CommitMetadata, RuntimeStats, WriteStat
 from ingest.hudi.timeline.instant import Action, Instant, State, parse_instant
-from ingest.hudi.timeline.timeline import AUX_FOLDER, Timeline, complete, read_instant, request, start
-from ingest.liveness import ProcessIdentity
+from ingest.hudi.timeline.timeline import Timeline, complete, request, start
 from ingest.storage import Storage
 
 log = logging.getLogger(__name__)
 
-PLAN_VERSION = 2  # CompactionUtils.LATEST_COMPACTION_METADATA_VERSION: file names, not paths
 OPERATION_TYPE = "COMPACT"
-
-# CompactionStrategy.captureMetrics keys.
-TOTAL_IO_READ_MB = "TOTAL_IO_READ_MB"
-TOTAL_IO_WRITE_MB = "TOTAL_IO_WRITE_MB"
-TOTAL_IO_MB = "TOTAL_IO_MB"
-TOTAL_LOG_FILES_SIZE = "TOTAL_LOG_FILES_SIZE"
-TOTAL_LOG_FILES = "TOTAL_LOG_FILES"
-
 _MB = 1024 * 1024
 _PENDING_WRITES = (Action.DELTA_COMMIT, Action.COMMIT, Action.REPLACE_COMMIT, Action.CLUSTERING)
 
 
-def check_writable(table: HudiTable) -> None:
+def check_writable(table: HudiTable, service: str = "compaction") -> None:
     """Table services write what writers write (Merge-On-Read), and only at the versions whose plans and
-    metadata ingest writes (`TableVersion.services`: 6; not yet 8 and 9, whose plans, LSM history and
-    completion-time slicing they would need): a table opened for reading may be one they must not touch."""
+    metadata ingest writes for them (`TableVersion.runs`: today every service at 6, 8 and 9): a table
+    opened for reading may be one they must not touch."""
     table.config.check_supported(table.base_url, write=True)
-    if not table.version.services:
-        raise UnsupportedTable(services_refusal(table))
+    if not table.version.runs(service):
+        raise UnsupportedTable(services_refusal(table, service))
 
 
-def services_refusal(table: HudiTable) -> str:
-    return (f"{table.base_url}: table version {table.version.number}: ingest does not run compaction, cleaning "
-            "or archival at this version (only at version 6); run them with Hudi")
+def services_refusal(table: HudiTable, service: str) -> str:
+    return (f"{table.base_url}: table version {table.version.number}: ingest does not run {service} at this "
+            "version; run it with Hudi")
 
-
-# -- the plan -------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CompactionOperation:
-    """One file slice to compact: `HoodieCompactionOperation`."""
-
-    partition_path: str
-    file_id: str
-    base_instant: str
-    data_file: str | None                 # base file name, None for a slice of logs only
-    delta_files: tuple[str, ...]          # log file names, in Hudi's log file order
-    metrics: Mapping[str, float] = field(default_factory=dict)
-
-    def path_of(self, name: str) -> str:
-        return posixpath.join(self.partition_path, name) if self.partition_path else name
-
-    def file_slice(self) -> FileSlice:
-        """The planned slice (sizes are not needed to read it)."""
-        base = None
-        if self.data_file is not None:
-            parsed = BaseFileName.parse(self.data_file)
-            if parsed is None:
-                raise TimelineError(f"compaction plan names {self.data_file!r}, which is no base file name")
-            base = BaseFile(self.partition_path, parsed, 0)
-        logs = []
-        for name in self.delta_files:
-            parsed_log = LogFileName.parse(name)
-            if parsed_log is None:
-                raise TimelineError(f"compaction plan names {name!r}, which is no log file name")
-            logs.append(LogFile(self.partition_path, parsed_log, 0))
-        return FileSlice(self.partition_path, self.file_id, self.base_instant, base,
-                         tuple(sorted(logs, key=lambda lf: lf.name)))
-
-    @property
-    def log_size(self) -> int:
-        return int(self.metrics.get(TOTAL_LOG_FILES_SIZE, 0))
-
-    @property
-    def io_mb(self) -> float:
-        return float(self.metrics.get(TOTAL_IO_MB, 0.0))
-
-    def to_avro(self) -> dict:
-        return {
-            "baseInstantTime": self.base_instant,
-            "deltaFilePaths": list(self.delta_files),
-            "dataFilePath": self.data_file,
-            "fileId": self.file_id,
-            "partitionPath": self.partition_path,
-            "metrics": dict(self.metrics),
-            "bootstrapFilePath": None,
-        }
-
-    @classmethod
-    def from_avro(cls, d: Mapping) -> CompactionOperation:
-        # Version 1 plans (Hudi before 0.5.1) carried full paths: keep the names.
-        return cls(
-            partition_path=d.get("partitionPath") or "",
-            file_id=d["fileId"],
-            base_instant=d.get("baseInstantTime") or "",
-            data_file=posixpath.basename(d["dataFilePath"]) if d.get("dataFilePath") else None,
-            delta_files=tuple(posixpath.basename(p) for p in d.get("deltaFilePaths") or ()),
-            metrics=dict(d.get("metrics") or {}),
-        )
-
-
-@dataclass(frozen=True)
-class CompactionPlan:
-    operations: tuple[CompactionOperation, ...]
-    extra_metadata: Mapping[str, str] | None = None
-    version: int = PLAN_VERSION
-
-    def to_bytes(self) -> bytes:
-        return avro_models.serialize(avro_models.COMPACTION_PLAN, {
-            "operations": [op.to_avro() for op in self.operations],
-            "extraMetadata": dict(self.extra_metadata) if self.extra_metadata is not None else None,
-            "version": self.version,
-            "strategy": None,
-            "preserveHoodieMetadata": False,
-        })
-
-    @classmethod
-    def from_bytes(cls, data: bytes) -> CompactionPlan:
-        d = avro_models.deserialize(data)
-        return cls(
-            operations=tuple(CompactionOperation.from_avro(op) for op in d.get("operations") or ()),
-            extra_metadata=d.get("extraMetadata"),
-            version=int(d.get("version") or 1),
-        )
-
-    @property
-    def file_groups(self) -> frozenset[tuple[str, str]]:
-        return frozenset((op.partition_path, op.file_id) for op in self.operations)
-
-
-def read_plan(storage: Storage, timestamp: str) -> CompactionPlan:
-    return CompactionPlan.from_bytes(read_instant(storage, Instant(timestamp, Action.COMPACTION, State.REQUESTED)))
-
-
-def pending_plans(storage: Storage, timeline: Timeline) -> dict[str, CompactionPlan]:
-    """Plans of the compactions requested or inflight on `timeline`, by instant."""
-    return {i.timestamp: read_plan(storage, i.timestamp) for i in timeline.pending(Action.COMPACTION)}
 
 
 # -- when to schedule -------------------------------------------------------------------------------
@@ -310,7 +216,13 @@ def generate_plan(table: HudiTable, timeline: Timeline, settings: CompactionSett
             delta_files=tuple(lf.name.name for lf in slice_.log_files),
             metrics=capture_metrics(slice_, settings),
         ))
-    return CompactionPlan(tuple(order_and_filter(candidates, settings)))
+    chosen = order_and_filter(candidates, settings)
+    if not table.version.plans_of_1x:
+        return CompactionPlan(tuple(chosen))
+    # 1.x (`HoodieCompactionPlanGenerator`, `CompactionStrategy.orderAndFilter`): an empty extra metadata
+    # map, and the partitions of the slices the strategy left out, for incremental table services.
+    left_out = dict.fromkeys(op.partition_path for op in candidates if op not in chosen)
+    return CompactionPlan(tuple(chosen), extra_metadata={}, missing_partitions=tuple(left_out))
 
 
 def schedule(
@@ -340,7 +252,7 @@ def schedule(
         return None
     if fence is not None:
         fence()
-    request(table.storage, instant_time, Action.COMPACTION, plan.to_bytes())
+    request(table.storage, instant_time, Action.COMPACTION, plan.to_bytes(table.version), table.layout)
     log.info("scheduled compaction %s of %d file groups", instant_time, len(plan.operations))
     return instant_time
 
@@ -456,6 +368,7 @@ def compact_operation(job: CompactionJob, op: CompactionOperation, write_token: 
         # HoodieMergeHandle records the merged base file's instant; HoodieCreateHandle (a slice of
         # logs only) records none.
         prev_commit=op.base_instant if has_base else NULL_COMMIT,
+        prev_base_file=slice_.base_file.name.name if has_base else None,
         num_writes=rows.num_rows,
         num_deletes=len(gone) - _count(pc.is_in(gone, value_set=live_keys)),
         num_update_writes=updates,
@@ -510,91 +423,6 @@ def job_for(table: HudiTable, timeline: Timeline, instant_time: str,
     return CompactionJob(instant_time, read, base_file_options or BaseFileOptions())
 
 
-HEARTBEAT_FOLDER = f"{AUX_FOLDER}/ingest/compaction"
-
-
-class ExecutionHeartbeat:
-    """Which process executes a compaction: a file it refreshes while it runs.
-
-    An inflight compaction is either being executed or was left by a crash, and only liveness tells
-    them apart (Hudi 1.x keeps heartbeats for the same reason). The first executor creates the file
-    (put-if-absent); another one keeps away while the heartbeat is fresh, and takes over once it is
-    stale, or at once when the holder's process is certainly gone (`ingest.liveness`: a pid from
-    another container or a reaped-late zombie is not taken for a live one, nor the reverse). An
-    executor that finds its heartbeat taken over stops before committing.
-    """
-
-    def __init__(self, storage: Storage, instant: str, expiry_seconds: float = 60.0):
-        self.storage = storage
-        self.instant = instant
-        self.expiry = expiry_seconds
-        self.path = f"{HEARTBEAT_FOLDER}/{instant}.heartbeat"
-        self.owner = str(uuid.uuid4())
-        self.lost = False
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def _record(self) -> bytes:
-        return json.dumps({"owner": self.owner, **ProcessIdentity.current().to_dict(),
-                           "heartbeat_at": time.time(), "expiry": self.expiry}).encode()
-
-    def _current(self) -> dict | None:
-        try:
-            return json.loads(self.storage.read(self.path))
-        except FileNotFoundError:
-            return None
-
-    @staticmethod
-    def _alive(record: dict) -> bool:
-        if time.time() - float(record["heartbeat_at"]) >= float(record["expiry"]):
-            return False
-        return not ProcessIdentity.from_dict(record).certainly_dead()
-
-    def claim(self) -> None:
-        if not self.storage.create(self.path, self._record()):
-            holder = self._current()
-            if holder is not None and holder["owner"] != self.owner and self._alive(holder):
-                age = time.time() - float(holder["heartbeat_at"])
-                left = float(holder["expiry"]) - age
-                raise ConcurrentWriterError(
-                    f"{self.storage.base_url}: compaction {self.instant} is being executed by "
-                    f"{ProcessIdentity.from_dict(holder).describe()} (heartbeat {age:.0f}s ago); if that "
-                    f"process has stopped, its heartbeat expires in {left:.0f}s and the compaction can be "
-                    "executed again then"
-                )
-            self.storage.write(self.path, self._record())
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._beat, name=f"ingest-compaction-{self.instant}", daemon=True)
-        self._thread.start()
-
-    def _beat(self) -> None:
-        while not self._stop.wait(max(self.expiry / 4, 0.05)):
-            current = self._current()
-            if current is not None and current["owner"] != self.owner:
-                self.lost = True
-                return
-            try:
-                self.storage.write(self.path, self._record())
-            except OSError:
-                pass  # the next beat retries; the expiry covers a storage hiccup
-
-    def check(self) -> None:
-        current = self._current()
-        if self.lost or (current is not None and current["owner"] != self.owner):
-            raise ConcurrentWriterError(
-                f"{self.storage.base_url}: another executor took compaction {self.instant} over; not committing"
-            )
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def release(self) -> None:
-        self.stop()
-        current = self._current()
-        if current is not None and current["owner"] == self.owner:
-            self.storage.delete(self.path)
 
 
 @dataclass(frozen=True)
@@ -626,9 +454,9 @@ def start_execution(table: HudiTable, instant_time: str, base_file_options: Base
         if instant is None or instant.is_completed:
             heartbeat.release()
             return None
-        plan = read_plan(storage, instant_time)
+        plan = read_plan(storage, instant_time, timeline.layout)
         if instant.state is State.REQUESTED:
-            inflight = start(storage, instant)
+            inflight = start(storage, instant, layout=timeline.layout)
         else:
             inflight = instant
             removed = _undo_attempt(storage, instant_time)
@@ -674,7 +502,9 @@ def complete_execution(table: HudiTable, execution: Execution, stats: Sequence[W
         extra_metadata=extra,
         operation_type=OPERATION_TYPE,
     )
-    done = complete(storage, inflight, metadata.to_bytes())
+    # At 8 and 9 the completed file is `<t>_<completion>.commit` holding Avro commit metadata
+    # (`ActiveTimelineV2.transitionCompactionInflightToComplete`, `CommitMetadataSerDeV2`).
+    done = complete(storage, inflight, metadata.encode(table.version), timeline=table.timeline())
     markers.delete_all(storage, inflight.timestamp)
     execution.heartbeat.release()
     log.info("completed compaction %s: %d base files", inflight.timestamp, len(stats))

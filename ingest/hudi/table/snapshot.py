@@ -34,6 +34,7 @@ from ingest.hudi.parquet.base_file import read_base_file
 from ingest.hudi.table.file_system_view import FileSlice
 from ingest.hudi.table.table import HudiTable
 from ingest.hudi.timeline.instant import WRITE_ACTIONS, Action, query_instant
+from ingest.hudi.timeline.lsm_history import LSMHistory
 from ingest.hudi.timeline.timeline import ARCHIVE_FOLDER, Timeline
 from ingest.storage import Storage
 
@@ -102,7 +103,9 @@ def _check_as_of(table: HudiTable, timeline: Timeline, as_of: str) -> None:
     if first is None:
         raise InvalidInstant(f"{table.base_url}: as of {as_of}: the table has no completed commit")
     if as_of < first.timestamp:
-        archived = any(not e.is_dir for e in table.storage.list(ARCHIVE_FOLDER))
+        history = table.layout.history
+        archived = (LSMHistory(table.storage, history).exists() if history is not None
+                    else any(not e.is_dir for e in table.storage.list(ARCHIVE_FOLDER)))
         where = "first commit on its active timeline (older ones are archived)" if archived else "first commit"
         raise InvalidInstant(f"{table.base_url}: instant {as_of} is before the table's {where}, {first.timestamp}")
 

@@ -76,6 +76,8 @@ class WriteStat:
     log_offset: int | None = None
     base_file: str | None = None
     log_files: tuple[str, ...] | None = None
+    # Hudi 1.x's `HoodieMergeHandle` names the base file it merged (Avro metadata only; JSON leaves it out)
+    prev_base_file: str | None = None
 
     @property
     def is_delta(self) -> bool:
@@ -148,6 +150,7 @@ class WriteStat:
             log_offset=d.get("logOffset"),
             base_file=d.get("baseFile"),
             log_files=tuple(log_files) if log_files is not None else None,
+            prev_base_file=d.get("prevBaseFile"),
         )
 
     def with_updates(self, **changes: Any) -> WriteStat:
@@ -193,15 +196,19 @@ class CommitMetadata:
 
     def to_avro_bytes(self) -> bytes:
         """The metadata as a `HoodieCommitMetadata` Avro container (null codec), as 1.x writes it."""
+        return avro_models.serialize(avro_models.COMMIT_METADATA, self._avro_record())
+
+    def _avro_record(self) -> dict[str, Any]:
         fields = [f["name"] for f in avro_models.WRITE_STAT["fields"]]
         zeros = {"totalLogReadTimeMs": 0, "numUpdates": 0}
         record = self.to_json()
         record["partitionToWriteStats"] = {
-            p: [{f: s.get(f, zeros.get(f)) for f in fields} for s in stats]
+            p: [{f: s.get(f, zeros.get(f)) for f in fields} | {"prevBaseFile": stat.prev_base_file}
+                for s, stat in zip(stats, self.partition_to_write_stats[p], strict=True)]
             for p, stats in record["partitionToWriteStats"].items()
         }
         record["version"] = None
-        return avro_models.serialize(avro_models.COMMIT_METADATA, record)
+        return record
 
     def encode(self, version: TableVersion) -> bytes:
         """The bytes of an inflight or completed commit file at `version`."""
@@ -224,6 +231,24 @@ class CommitMetadata:
         if not data.strip():
             return cls()
         return cls.from_json(decode_metadata(data))
+
+
+def upgraded_metadata(data: bytes, replace: bool = False) -> bytes:
+    """A 0.x commit file (JSON) as Hudi 1.x rewrites it when upgrading the timeline: read into its
+    `HoodieCommitMetadata` (`HoodieReplaceCommitMetadata` for a replacecommit), an empty file being an
+    empty commit of operation UNKNOWN (`CommitMetadataSerDeV2.deserialize`: `clazz.newInstance()`), and
+    written as the Avro container `CommitMetadataSerDeV2.serialize` makes
+    (`SevenToEightUpgradeHandler.rewriteTimelineV1InstantFileToV2Format`)."""
+    raw = decode_metadata(data)
+    metadata = CommitMetadata.from_json(raw) if raw else CommitMetadata(operation_type="UNKNOWN")
+    record = metadata._avro_record()
+    if not replace:
+        return avro_models.serialize(avro_models.COMMIT_METADATA, record)
+    del record["compacted"]  # not a field of HoodieReplaceCommitMetadata
+    replaced = raw.get("partitionToReplaceFileIds") or {}
+    # MetadataConversionUtils.convertReplaceCommitMetadata drops a null partition.
+    record["partitionToReplaceFileIds"] = {p: list(ids or ()) for p, ids in replaced.items() if p is not None}
+    return avro_models.serialize(avro_models.REPLACE_COMMIT_METADATA_FILE, record)
 
 
 def decode_metadata(data: bytes) -> dict[str, Any]:

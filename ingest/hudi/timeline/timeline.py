@@ -29,6 +29,19 @@ TEMP_FOLDER = f"{METAFOLDER}/.temp"
 AUX_FOLDER = f"{METAFOLDER}/.aux"
 
 
+UPGRADE_FOLDER = "timeline"  # where an upgrade to layout 2 moves the instant files (`hoodie.timeline.path`)
+
+
+def _refuse_half_upgraded(storage: Storage) -> None:
+    """A layout-1 table whose instants are partly in `.hoodie/timeline/` is mid-upgrade: its layout-1
+    timeline is incomplete, and writing or reading against it would miss the moved instants."""
+    moved = [e.name for e in storage.list(f"{METAFOLDER}/{UPGRADE_FOLDER}") if not e.is_dir and e.name[:1].isdigit()]
+    if moved:
+        raise TimelineError(f"{storage.base_url}: an upgrade to table version 8 or 9 was interrupted ({len(moved)} "
+                            f"instant file(s) already in {METAFOLDER}/{UPGRADE_FOLDER}, hoodie.properties still at "
+                            "version 6); run `ingest upgrade` again to finish it")
+
+
 def instant_path(instant: Instant) -> str:
     return f"{METAFOLDER}/{instant.file_name}"
 
@@ -74,7 +87,10 @@ class Timeline:
     @classmethod
     def load(cls, storage: Storage, layout: TimelineLayout = LAYOUT_1, zone: str = UTC,
              version: TableVersion = DEFAULT_WRITE_VERSION) -> Timeline:
-        names = [e.name for e in storage.list(layout.folder) if not e.is_dir]
+        entries = storage.list(layout.folder)
+        if not layout.has_completion_times and any(e.is_dir and e.name == UPGRADE_FOLDER for e in entries):
+            _refuse_half_upgraded(storage)
+        names = [e.name for e in entries if not e.is_dir]
         return cls.from_file_names(names, layout, zone, version)
 
     def reload(self, storage: Storage) -> Timeline:
@@ -169,8 +185,11 @@ class Timeline:
         """An instant time in the table's zone after every instant on this timeline, pending ones included:
         Hudi's writers check that a new write comes after the latest pending compaction
         (`BaseHoodieWriteClient.startCommit`) and a compaction after every write
-        (`ScheduleCompactionActionExecutor`)."""
-        return InstantTimeGenerator.new(after=self.latest_timestamp, zone=self.zone)
+        (`ScheduleCompactionActionExecutor`). In layout 2 also after every completion time: Hudi 1.x takes
+        both from one generator, and a compaction plans only logs completed before its instant
+        (`BaseHoodieCompactionPlanGenerator`, `CompletionTimeQueryView.isCompletedBefore`)."""
+        latest = max((t for i in self.instants for t in (i.timestamp, i.completion_time) if t), default=None)
+        return InstantTimeGenerator.new(after=latest, zone=self.zone)
 
     def files_of(self, timestamp: str) -> list[str]:
         """Every timeline file of one instant time (requested, inflight, completed)."""

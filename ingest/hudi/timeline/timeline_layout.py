@@ -4,7 +4,7 @@ Layout 1 (table version 6): instant files directly under `.hoodie/`; a completed
 `<ts>.<action>`, so when it completed is not recorded anywhere a reader can list.
 
 Layout 2 (table version 8, Hudi 1.x): instant files under `.hoodie/<hoodie.timeline.path>/` (default
-`timeline`; archived instants live in its `history/` folder, which we do not read). Requested and
+`timeline`; archived instants live in its `history/` folder, `lsm_history`). Requested and
 inflight files are named as in layout 1 (a commit in flight is still `<ts>.inflight`); a completed
 instant is `<requested>_<completed>.<action>`. The completion time is what Hudi 1.x orders writes by:
 log files carry the instant of the deltacommit that wrote them, and belong to the file slice that was
@@ -43,6 +43,7 @@ class TimelineLayout:
 
     version: int
     folder: str
+    history: str | None = None  # layout 2: the LSM history folder (`hoodie.timeline.history.path` in it)
 
     @property
     def has_completion_times(self) -> bool:
@@ -87,7 +88,8 @@ class TimelineLayout:
             return LAYOUT_1
         if version == 2:
             path = (config.raw(TableConfigKey.TIMELINE_PATH) or "timeline").strip("/")
-            return cls(2, f"{METAFOLDER}/{path}")
+            history = (config.raw(TableConfigKey.TIMELINE_HISTORY_PATH) or "history").strip("/")
+            return cls(2, f"{METAFOLDER}/{path}", f"{METAFOLDER}/{path}/{history}")
         raise UnsupportedTable(f"timeline layout version {version} (only layouts 1 and 2 are read)")
 
 
