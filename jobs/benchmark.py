@@ -263,7 +263,7 @@ def measure_sink(spark, args, work: Path) -> dict:
         out["bulk_load_s"], result = timed(lambda: bulk.write(base))
     out["bulk_load_files"] = result.files
     out["bulk_load_vs_spark_parquet"] = out["bulk_load_s"] / out["spark_parquet_base_s"]
-    out.update(task_peaks("bulk_load", [result]))
+    out.update(task_peaks("bulk_load", [bulk.task_peaks]))
     base.unpersist()
     upserts = []
 
@@ -279,7 +279,7 @@ def measure_sink(spark, args, work: Path) -> dict:
             floor_times.append(seconds)
             seconds, result = timed(lambda upsert=upsert, r=r: sink.write(upsert, batch=BatchId("benchmark", r)))
             upsert_times.append(seconds)
-            upserts.append(result)
+            upserts.append(sink.task_peaks)
             upsert.unpersist()
         out.update(task_peaks("upsert", upserts))
         out["key_index_bytes"] = key_index_bytes(table_path)
@@ -307,12 +307,12 @@ def measure_sink(spark, args, work: Path) -> dict:
     return out
 
 
-def task_peaks(what: str, results, suffix: str = "") -> dict:
-    """The write tasks' peak memory over `results` (commits): resident, and in use (`ingest.spark.peak_memory`)."""
-    from ingest.spark.sink import PEAK_COUNTS
+def task_peaks(what: str, peaks: list[dict], suffix: str = "") -> dict:
+    """The write tasks' peak memory over commits (`HudiSink.task_peaks` after each): resident, and in
+    use (`ingest.spark.peak_memory`)."""
+    from ingest.spark.sink import PEAK_NAMES
 
-    return {f"{what}_{name}{suffix}": max((r.counts.get(name) or 0 for r in results), default=0)
-            for name in PEAK_COUNTS.values()}
+    return {f"{what}_{name}{suffix}": max((p.get(name) or 0 for p in peaks), default=0) for name in PEAK_NAMES.values()}
 
 
 def key_index_bytes(table_path: str) -> int:
@@ -343,19 +343,19 @@ def measure_scale(spark, args, work: Path, figures: dict) -> dict:
         str(work / "parquet_base_scaled")))
     table_path = str(work / "hudi-scaled")
     with HudiSink(options(table_path, args.buckets, insert_mode="base"), spark=spark) as bulk:
-        out["bulk_load_s" + suffix], result = timed(lambda: bulk.write(base))
+        out["bulk_load_s" + suffix], _ = timed(lambda: bulk.write(base))
     base.unpersist()
     shutil.rmtree(work / "parquet_base_scaled", ignore_errors=True)
-    out.update(task_peaks("bulk_load", [result], suffix))
+    out.update(task_peaks("bulk_load", [bulk.task_peaks], suffix))
     out["bulk_load_vs_spark_parquet" + suffix] = out["bulk_load_s" + suffix] / out["spark_parquet_base_s" + suffix]
     times, results = [], []
     with HudiSink(options(table_path, args.buckets, insert_mode="log"), spark=spark) as sink:
         for r in range(args.rounds):
             upsert = upsert_batch(spark, big, r).cache()
             upsert.count()
-            seconds, result = timed(lambda upsert=upsert, r=r: sink.write(upsert, batch=BatchId("scaled", r)))
+            seconds, _ = timed(lambda upsert=upsert, r=r: sink.write(upsert, batch=BatchId("scaled", r)))
             times.append(seconds)
-            results.append(result)
+            results.append(sink.task_peaks)
             upsert.unpersist()
     out["upsert_s" + suffix] = statistics.median(times)
     out["upsert_rounds_s" + suffix] = times

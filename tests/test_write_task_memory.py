@@ -1,4 +1,4 @@
-"""Write tasks report their peak memory, and `jobs/benchmark.py --scale N` reports it at both sizes.
+"""Write tasks report their peak memory (beside the batch's counts, which say what was written), and `jobs/benchmark.py --scale N` reports it at both sizes.
 
 No Hudi rule applies (Hudi's write stats carry no memory figure); this is ingest's own measurement
 (`ingest.spark.peak_memory`). A Python worker is reused and keeps the memory it freed, so the
@@ -28,17 +28,19 @@ def _rows(spark, n: int, offset: int = 0):
 
 @pytest.mark.parametrize(("index", "insert_mode"), [("bucket", "base"), ("key", None)])
 def test_write_tasks_report_peaks_that_follow_the_batch(spark, tmp_path, index, insert_mode):
-    """Both peaks come back in the batch's counts from every path's tasks, and the bytes in use grow
+    """Both peaks come back from every path's tasks (`HudiSink.task_peaks`), and the bytes in use grow
     with the batch (a 50,000-row batch needs more than a 2,000-row one, in the same workers)."""
     path = tmp_path / "t"
     with HudiSink(benchmark.options(str(path), 2, insert_mode=insert_mode, index=index), spark=spark,
                   small_batch_rows=0) as sink:
-        small = sink.write(_rows(spark, 2_000), batch=BatchId("m", 0))
-        large = sink.write(_rows(spark, 50_000, offset=10_000), batch=BatchId("m", 1))
-    for result in (small, large):
-        assert result.counts["task_peak_rss_bytes"] > 0
-        assert result.counts["task_peak_in_use_bytes"] > 0
-    assert large.counts["task_peak_in_use_bytes"] > small.counts["task_peak_in_use_bytes"] + (5 << 20)
+        sink.write(_rows(spark, 2_000), batch=BatchId("m", 0))
+        small = sink.task_peaks
+        sink.write(_rows(spark, 50_000, offset=10_000), batch=BatchId("m", 1))
+        large = sink.task_peaks
+    for peaks in (small, large):
+        assert peaks["task_peak_rss_bytes"] > 0
+        assert peaks["task_peak_in_use_bytes"] > 0
+    assert large["task_peak_in_use_bytes"] > small["task_peak_in_use_bytes"] + (5 << 20)
     assert hudi_invariants.check(path, bucket_index=index == "bucket")
 
 

@@ -57,8 +57,9 @@ RESULT_SCHEMA = StructType.fromJson({"type": "struct", "fields": [
 ]})
 KAFKA_OFFSET = "_kafka_offset"
 INPUT_BYTES = "_input_bytes"  # Arrow bytes the write tasks received, for sizing the next batch's Arrow batches
-# In a batch's counts: the largest peak of any of its write tasks (`ingest.spark.peak_memory`).
-PEAK_COUNTS = {TASK_PEAK_RSS: "task_peak_rss_bytes", TASK_PEAK_IN_USE: "task_peak_in_use_bytes"}
+# A batch's write tasks' largest peaks (`ingest.spark.peak_memory`): measurements, kept apart from
+# the batch's counts, which say what was written.
+PEAK_NAMES = {TASK_PEAK_RSS: "task_peak_rss_bytes", TASK_PEAK_IN_USE: "task_peak_in_use_bytes"}
 
 
 class _Counters(AccumulatorParam):
@@ -239,6 +240,7 @@ class SparkEngine:
         self.exact_routes = exact_routes
         self.row_bytes = row_bytes  # Arrow bytes per input row: known from a previous batch, then this one's
         self.offsets: dict[str, int] = {}
+        self.task_peaks: dict[str, int] = {}  # the last run's, by `PEAK_NAMES`
 
     # -- Engine protocol --------------------------------------------------------------------------
 
@@ -274,10 +276,8 @@ class SparkEngine:
         totals = dict(counters.value)
         self.offsets = totals.pop("_kafka_offsets", {}) or {}
         input_bytes = totals.pop(INPUT_BYTES, 0)
-        for key, name in PEAK_COUNTS.items():
-            peaks = totals.pop(key, {})
-            if peaks:
-                totals[name] = max(peaks.values())
+        self.task_peaks = {name: max(peaks.values()) for key, name in PEAK_NAMES.items()
+                           if (peaks := totals.pop(key, {}))}
         if totals.get("rows_in"):
             self.row_bytes = input_bytes / totals["rows_in"]
         return tasks.TaskResult.merge([result, tasks.TaskResult(counts=totals)])
@@ -418,6 +418,7 @@ class HudiSink:
         self.results: deque[batch_mod.CommitResult] = deque(maxlen=RESULTS_KEPT)
         self.exact_routes = False  # set for good once a batch's keys need Hudi's full cut (`routing`)
         self.row_bytes: float | None = None  # the last batch's Arrow bytes per row (`arrow_batch_settings`)
+        self.task_peaks: dict[str, int] = {}  # the last batch's write tasks' peak memory (`PEAK_NAMES`)
 
     def _lease(self) -> WriterLock:
         """Take the lease for one commit (waiting for another writer's commit to end), so writers of
@@ -471,6 +472,7 @@ class HudiSink:
                             "batch again with the exact route, which this sink keeps from now on")
                 self.exact_routes = True
         self.row_bytes = engine.row_bytes
+        self.task_peaks = engine.task_peaks
         log.info(result.log_line(batch))
         self.results.append(result)
         if self.after_commit is not None and result.instant is not None:
