@@ -30,6 +30,14 @@ import time
 
 CRASH_EXIT_CODE = 86
 
+# Every point a `crash_point` call names, in the order a write, the services and an upgrade reach them;
+# tests inject a crash at each (tests/crashes.py says where), so a new point is listed here.
+POINTS = ("after_data_write", "mid_commit", "after_commit", "mid_rollback", "before_rollback_complete",
+          "mid_compaction", "mid_clean", "mid_archive",
+          "lsm_after_file", "lsm_after_manifest", "lsm_version_deleted", "lsm_after_compacted_file",
+          "mid_properties", "upgrade_rolled_back", "upgrade_compacted", "upgrade_mid_timeline",
+          "upgrade_timeline_moved", "upgrade_archive_converted")
+
 
 def crash_point(name: str) -> None:
     spec = os.environ.get("INGEST_CRASH_AT")

@@ -30,17 +30,28 @@ def fixtures_dir() -> Path:
     return FIXTURES
 
 
+# `tables/` holds versions 6 and 8, `tables-v9/` version 9 (kept apart by the shared fixtures, which this
+# project does not modify): every test that goes over all fixture tables takes both.
+TABLE_FOLDERS = ("tables", "tables-v9")
+
+
+def _fixture_archives() -> dict[str, Path]:
+    return {p.stem: p for folder in TABLE_FOLDERS if (FIXTURES / folder).is_dir()
+            for p in (FIXTURES / folder).glob("*.zip")}
+
+
 def fixture_table_names() -> list[str]:
-    """Names of the zipped Hudi-written tables (empty when the fixtures are absent)."""
-    tables = FIXTURES / "tables"
-    return sorted(p.stem for p in tables.glob("*.zip")) if tables.is_dir() else []
+    """Names of the zipped Hudi-written tables of every folder (empty when the fixtures are absent)."""
+    return sorted(_fixture_archives())
 
 
 def unzip_fixture_table(name: str, dest: Path) -> Path:
-    """Unpack `tables/<name>.zip` into `dest` and return the table folder (skipping macOS noise)."""
-    archive = fixtures_dir() / "tables" / f"{name}.zip"
-    if not archive.is_file():
-        pytest.skip(f"fixture table {archive} is absent")
+    """Unpack `<name>.zip` (of `tables/` or `tables-v9/`) into `dest` and return the table folder
+    (skipping macOS noise)."""
+    fixtures_dir()
+    archive = _fixture_archives().get(name)
+    if archive is None:
+        pytest.skip(f"fixture table {name}.zip is absent from {FIXTURES} ({', '.join(TABLE_FOLDERS)})")
     with zipfile.ZipFile(archive) as zf:
         for member in zf.infolist():
             if member.filename.startswith("__MACOSX") or "/.DS_Store" in member.filename:

@@ -140,6 +140,80 @@ ROLLBACK_PLAN_0_15 = """{"namespace": "org.apache.hudi.avro.model", "type": "rec
 }"""
 
 
+# Hudi 1.x's `HoodieCommitMetadata` (`hudi-common/src/main/avro/HoodieCommitMetadata.avsc` at apache/hudi
+# d5e5c40: `compacted`, the log-file fields of `HoodieWriteStat`, `HoodieRuntimeStats`), equal to the
+# writer schema Hudi 1.0 and 1.1.1 embedded in the v8 and v9 fixtures' deltacommits (`CommitMetadataSerDeV2`).
+COMMIT_METADATA_1_2 = """{"namespace": "org.apache.hudi.avro.model", "type": "record", "name": "HoodieCommitMetadata",
+  "fields": [
+    {"name": "partitionToWriteStats", "default": null, "type": ["null", {"type": "map", "values": {"type": "array",
+      "items": {"name": "HoodieWriteStat", "type": "record", "fields": [
+        {"name": "fileId", "type": ["null", "string"], "default": null},
+        {"name": "path", "type": ["null", "string"], "default": null},
+        {"name": "prevCommit", "type": ["null", "string"], "default": null},
+        {"name": "numWrites", "type": ["null", "long"], "default": null},
+        {"name": "numDeletes", "type": ["null", "long"], "default": null},
+        {"name": "numUpdateWrites", "type": ["null", "long"], "default": null},
+        {"name": "totalWriteBytes", "type": ["null", "long"], "default": null},
+        {"name": "totalWriteErrors", "type": ["null", "long"], "default": null},
+        {"name": "partitionPath", "type": ["null", "string"], "default": null},
+        {"name": "totalLogRecords", "type": ["null", "long"], "default": null},
+        {"name": "totalLogFiles", "type": ["null", "long"], "default": null},
+        {"name": "totalUpdatedRecordsCompacted", "type": ["null", "long"], "default": null},
+        {"name": "numInserts", "type": ["null", "long"], "default": null},
+        {"name": "totalLogBlocks", "type": ["null", "long"], "default": null},
+        {"name": "totalCorruptLogBlock", "type": ["null", "long"], "default": null},
+        {"name": "totalRollbackBlocks", "type": ["null", "long"], "default": null},
+        {"name": "fileSizeInBytes", "type": ["null", "long"], "default": null},
+        {"name": "logVersion", "type": ["null", "int"], "default": null},
+        {"name": "logOffset", "type": ["null", "long"], "default": null},
+        {"name": "baseFile", "type": ["null", "string"], "default": null},
+        {"name": "logFiles", "type": ["null", {"type": "array", "items": "string", "default": null}], "default": null},
+        {"name": "cdcStats", "type": ["null", {"type": "map", "values": "long", "default": null}], "default": null},
+        {"name": "prevBaseFile", "type": ["null", "string"], "default": null},
+        {"name": "minEventTime", "type": ["null", "long"], "default": null},
+        {"name": "maxEventTime", "type": ["null", "long"], "default": null},
+        {"name": "runtimeStats", "default": null, "type": ["null", {"type": "record", "name": "HoodieRuntimeStats",
+          "fields": [{"name": "totalScanTime", "type": ["null", "long"], "default": null},
+                     {"name": "totalCreateTime", "type": ["null", "long"], "default": null},
+                     {"name": "totalUpsertTime", "type": ["null", "long"], "default": null}]}]},
+        {"name": "totalLogFilesCompacted", "type": ["null", "long"], "default": null},
+        {"name": "totalLogReadTimeMs", "type": ["null", "long"], "default": null},
+        {"name": "totalLogSizeCompacted", "type": ["null", "long"], "default": null},
+        {"name": "tempPath", "type": ["null", "string"], "default": null},
+        {"name": "numUpdates", "type": ["null", "long"], "default": null}
+      ]}}}]},
+    {"name": "compacted", "type": ["null", "boolean"], "default": null},
+    {"name": "extraMetadata", "type": ["null", {"type": "map", "values": "string", "default": null}], "default": null},
+    {"name": "version", "type": ["int", "null"], "default": 1},
+    {"name": "operationType", "type": ["null", "string"], "default": null}
+  ]
+}"""
+
+def shape(node: Any, names: dict | None = None) -> Any:
+    """An Avro schema reduced to what Avro resolution and Hudi's generated classes depend on: record
+    full names, field names and order, types (unions in order) and field defaults; a named type is the
+    same whether defined inline or referenced by name. Docs and `avro.java.string` are dropped."""
+    names = {} if names is None else names
+    if isinstance(node, str):
+        if node in _PRIMITIVES:
+            return node
+        return names.get(node.rsplit(".", 1)[-1], node)
+    if isinstance(node, list):
+        return [shape(n, names) for n in node]
+    kind = node["type"]
+    if kind == "record":
+        full = node["name"] if "." in node["name"] else f"{node.get('namespace', '')}.{node['name']}"
+        fields = tuple((f["name"], json.dumps(shape(f["type"], names)), json.dumps(f.get("default", "-")))
+                       for f in node["fields"])
+        names[node["name"].rsplit(".", 1)[-1]] = ["record", full, [list(f) for f in fields]]
+        return names[node["name"].rsplit(".", 1)[-1]]
+    if kind == "array":
+        return ["array", shape(node["items"], names)]
+    if kind == "map":
+        return ["map", shape(node["values"], names)]
+    return shape(kind, names)
+
+
 def parse_hudi_text(text: str) -> Any:
     """An .avsc text parsed as Avro Java parses it (comments skipped, `HoodieInstantInfo` known)."""
     import fastavro
@@ -242,3 +316,32 @@ def decode_strict(data: bytes, text: str) -> dict:
     if len(records) != 1:
         raise AssertionError(f"one record expected, found {len(records)}")
     return records[0]
+
+
+_PINNED_1_X = {
+    "HoodieCommitMetadata": COMMIT_METADATA_1_2,
+    "HoodieCompactionPlan": COMPACTION_PLAN_1_2,
+    "HoodieCleanerPlan": CLEANER_PLAN_1_2,
+    "HoodieCleanMetadata": CLEAN_METADATA_1_2,
+    "HoodieRollbackPlan": ROLLBACK_PLAN_0_15,
+    "HoodieRollbackMetadata": ROLLBACK_METADATA_0_15,
+}
+HUDI_1X_RECORDS = frozenset(_PINNED_1_X)
+
+
+def hudi_1x_text(name: str) -> str:
+    """Hudi 1.x's schema of timeline record `name` as standalone text, from `INGEST_HUDI_AVSC_DIR` when
+    set, else the text pinned here (the rollback ones are 0.15's, unchanged in 1.x: 1.x's
+    `HoodieTableMetadataUtil` still calls `getLogFilesFromFailedCommit`)."""
+    from_dir = hudi_schema(name)
+    if from_dir is not None:
+        return json.dumps(from_dir)
+    if name.startswith("HoodieRollback"):  # they name HoodieInstantInfo, defined in its own file
+        return json.dumps(_inline(json.loads(_COMMENT.sub("", _PINNED_1_X[name])),
+                                  {"HoodieInstantInfo": json.loads(_INSTANT_INFO)}, set()))
+    return _PINNED_1_X[name]
+
+
+def hudi_1x_schema(name: str) -> Any:
+    """`hudi_1x_text(name)`, parsed."""
+    return parse_hudi_text(hudi_1x_text(name))

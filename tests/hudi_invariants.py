@@ -16,16 +16,34 @@ process to open the table. Each check names the Java code whose rule it keeps:
   the latest base file of its file group, or a Hudi writer tags its update as an insert;
 * rollback metadata: `HoodieTableMetadataUtil.processRollbackMetadata` calls
   `getRollbackLogFiles().forEach` and `getLogFilesFromFailedCommit().forEach` without null checks, so
-  every `.rollback` must decode with Hudi 0.15's `HoodieRollbackMetadata` schema with every field set;
-* layout-2 timeline (table versions 8 and 9): every file of `.hoodie/timeline/` is named as
-  `InstantFileNameGeneratorV2` names it and parses with hudi-rs's instant rules; a completed compaction
-  is a `commit` (log compaction a `deltacommit`, clustering a `replacecommit`), and the plan a pending
-  compaction or clean is executed from is in its requested file (`CompactionUtils.getCompactionPlan`,
-  `CleanerUtils.getCleanerPlan` read it there).
+  every `.rollback` must decode with Hudi's `HoodieRollbackMetadata` schema (0.15's at version 6, 1.x's
+  at 8 and 9: the same fields) with every field set;
+* timeline file names, at layout 1 (`.hoodie/`) and layout 2 (`.hoodie/timeline/`): every instant file
+  (a name starting with a digit; hidden temporaries and `hoodie.properties` are not instants) parses with
+  hudi-rs's rules (`Instant::try_from_file_name_and_timezone`, crates/core/src/timeline/instant.rs at
+  apache/hudi-rs 0910ca7): the name splits at its first `.` into a time part and `<action>[.<state>]`,
+  the state `requested` or `inflight` (a bare `<t>.inflight` is a commit's), none when completed; a time
+  part `<requested>_<completed>` only on a completed instant; every time 14 or 17 digits, a real
+  `yyyyMMddHHmmss[SSS]` date (or 17 digits of epoch millis). hudi-rs knows three actions and skips the
+  others' files, so the action is checked against Java's `HoodieTimeline.VALID_ACTIONS_IN_TIMELINE`.
+  At layout 2 no instant file is left in `.hoodie/` itself (`ActiveTimelineV2` lists `timeline/` only),
+  files are named as `InstantFileNameGeneratorV2` names them: a completion time after the requested time,
+  a completed compaction is a `commit` (log compaction a `deltacommit`, clustering a `replacecommit`), and
+  the plan a pending compaction or clean is executed from is in its requested file
+  (`CompactionUtils.getCompactionPlan`, `CleanerUtils.getCleanerPlan` read it there);
+* timeline Avro files: `TimelineMetadataUtils.deserializeAvroMetadata` reads each plan and metadata with
+  Hudi's generated class, resolving the embedded writer schema against it by record full name and field
+  name. Every Avro timeline file's schema passes Apache Avro's strict parser; at versions 8 and 9 (where
+  commit metadata is Avro too, `CommitMetadataSerDeV2`) every non-empty instant file is an Avro container,
+  and each record Hudi 1.x declares (tests/hudi_avsc.py: commit metadata, compaction and clean plans,
+  clean and rollback metadata and plans) resolves against Hudi's schema: same record full names, no field
+  Hudi does not know (its value would be dropped), every shared field of the same type and default, every
+  field of Hudi's that is missing with a default.
 """
 
 from __future__ import annotations
 
+import io
 import re
 from datetime import datetime
 from pathlib import Path
@@ -33,37 +51,24 @@ from pathlib import Path
 import avro.schema
 import fastavro
 import pyarrow.parquet as pq
+from hudi_avsc import (
+    HUDI_1X_RECORDS,
+    ROLLBACK_METADATA_0_15,
+    decode_strict,
+    hudi_1x_schema,
+    hudi_1x_text,
+    parse_hudi_text,
+    shape,
+)
 
 # FSUtils.LOG_FILE_PATTERN and the base file name of FSUtils.makeBaseFileName (Hudi 0.14/0.15).
 LOG_FILE = re.compile(r"^\.(.+)_(.*)\.(log|archive)\.(\d+)(_((\d+)-(\d+)-(\d+))(\.cdc)?)?$")
 BASE_FILE = re.compile(r"^([^_/]+)_(\d+-\d+-\d+)_(\d+)\.(parquet|orc|hfile)$")
 MARKER = re.compile(r"^(.*)\.marker\.(CREATE|MERGE|APPEND)$")
 
-# HoodieRollbackMetadata as Hudi 0.15.0 declares it (hudi-common/src/main/avro), used as reader schema.
-ROLLBACK_METADATA_0_15 = {
-    "type": "record", "name": "HoodieRollbackMetadata", "namespace": "org.apache.hudi.avro.model",
-    "fields": [
-        {"name": "startRollbackTime", "type": "string"},
-        {"name": "timeTakenInMillis", "type": "long"},
-        {"name": "totalFilesDeleted", "type": "int"},
-        {"name": "commitsRollback", "type": {"type": "array", "items": "string"}},
-        {"name": "partitionMetadata", "type": {"type": "map", "values": {
-            "type": "record", "name": "HoodieRollbackPartitionMetadata",
-            "fields": [
-                {"name": "partitionPath", "type": "string"},
-                {"name": "successDeleteFiles", "type": {"type": "array", "items": "string"}},
-                {"name": "failedDeleteFiles", "type": {"type": "array", "items": "string"}},
-                {"name": "rollbackLogFiles", "type": ["null", {"type": "map", "values": "long"}],
-                 "default": None},
-                {"name": "logFilesFromFailedCommit", "type": ["null", {"type": "map", "values": "long"}],
-                 "default": None},
-            ]}}},
-        {"name": "version", "type": ["int", "null"], "default": 1},
-        {"name": "instantsRollback", "default": [], "type": {"type": "array", "items": {
-            "type": "record", "name": "HoodieInstantInfo",
-            "fields": [{"name": "commitTime", "type": "string"}, {"name": "action", "type": "string"}]}}},
-    ],
-}
+# Java's `HoodieTimeline.VALID_ACTIONS_IN_TIMELINE` (release-1.x; 0.x has the same but `clustering`).
+TIMELINE_ACTIONS = frozenset({"commit", "deltacommit", "clean", "savepoint", "restore", "rollback", "compaction",
+                              "logcompaction", "replacecommit", "clustering", "indexing"})
 
 
 def _meta_folder(table: Path) -> Path:
@@ -114,48 +119,6 @@ def check_markers(table: Path) -> int:
     return len(lines)
 
 
-# HoodieTimeline's actions; hudi-rs itself knows only commit, deltacommit and replacecommit and skips the rest.
-HUDI_ACTIONS = {"commit", "deltacommit", "replacecommit", "clean", "rollback", "savepoint", "compaction",
-                "logcompaction", "restore", "indexing", "clustering", "schemacommit"}
-# InstantFileNameGeneratorV2: these complete as another action's file.
-_COMPLETED_AS = {"compaction": "commit", "logcompaction": "deltacommit", "clustering": "replacecommit"}
-
-
-def timeline_instant(file_name: str) -> tuple[str, str | None, str, str]:
-    """(requested, completed or None, action, state) of a timeline file, by hudi-rs's
-    `Instant::try_from_file_name_and_timezone` (crates/core/src/timeline/instant.rs): split at the first
-    '.', the action and state suffix (`<action>[.requested|.inflight]`, or the bare `inflight` of a
-    commit), a `<requested>_<completed>` head only on completed instants, each time 14 or 17 digits and a
-    real date."""
-    head, dot, suffix = file_name.partition(".")
-    assert dot, file_name
-    action, _, state = suffix.partition(".")
-    if suffix == "inflight":
-        action, state = "commit", "inflight"
-    assert action in HUDI_ACTIONS and state in ("", "requested", "inflight"), file_name
-    requested, underscore, completed = head.partition("_")
-    for ts in (requested, completed) if underscore else (requested,):
-        assert len(ts) in (14, 17) and ts.isdigit(), file_name
-        datetime.strptime(ts[:14], "%Y%m%d%H%M%S")
-    assert not underscore or state == "", f"{file_name}: only completed instants carry a completion time"
-    return requested, completed or None, action, state or "completed"
-
-
-def check_timeline(table: Path) -> int:
-    folder = _meta_folder(table) / "timeline"
-    if not folder.is_dir():
-        return 0  # layout 1: instants among `.hoodie`'s other files
-    names = sorted(f.name for f in folder.iterdir() if f.is_file())
-    for name in names:
-        requested, completed, action, state = timeline_instant(name)
-        if completed is not None:
-            assert completed > requested, f"{name}: completed before it was requested"
-            assert action not in _COMPLETED_AS, f"{name}: a completed {action} is a {_COMPLETED_AS[action]}"
-        if action in ("compaction", "clean") and state == "requested":
-            assert (folder / name).stat().st_size, f"{name}: the plan it is executed from is missing"
-    return len(names)
-
-
 def _data_files(table: Path):
     for f in table.rglob("*"):
         rel = f.relative_to(table).as_posix()
@@ -200,11 +163,25 @@ def check_schemas(table: Path) -> int:
     return checked
 
 
+def _version(table: Path):
+    from ingest.hudi.table.table import HudiTable
+
+    return HudiTable.open(str(table)).version
+
+
+def _rollback_schema(table: Path):
+    """Hudi's `HoodieRollbackMetadata`: 1.x's where the timeline is Avro throughout (8, 9), else 0.15's."""
+    if _version(table).avro_commit_metadata:
+        return hudi_1x_schema("HoodieRollbackMetadata")
+    return parse_hudi_text(ROLLBACK_METADATA_0_15)
+
+
 def check_rollbacks(table: Path) -> int:
     checked = 0
+    reader_schema = _rollback_schema(table)
     for f in _timeline_files(table, ".rollback"):
         with f.open("rb") as fo:
-            records = list(fastavro.reader(fo, reader_schema=ROLLBACK_METADATA_0_15))
+            records = list(fastavro.reader(fo, reader_schema=reader_schema))
         assert len(records) == 1, f"{f}: one HoodieRollbackMetadata record expected"
         meta = records[0]
         unset = [k for k, v in meta.items() if v is None]
@@ -213,6 +190,100 @@ def check_rollbacks(table: Path) -> int:
             assert not partition.startswith(".hoodie"), f"{f}: rollback lists {partition} as a partition"
             unset = [k for k, v in pm.items() if v is None]
             assert not unset, f"{f} partition {partition!r}: fields Hudi dereferences are null: {unset}"
+        checked += 1
+    return checked
+
+
+def timeline_instant(name: str) -> tuple[str, str | None, str, str]:
+    """(requested time, completion time or None, action, state) of a timeline file name, by hudi-rs's
+    rules (see the module docstring); an AssertionError says which rule a name breaks."""
+    head, dot, suffix = name.partition(".")
+    assert dot, f"{name}: no '.' between the instant time and the action"
+    action, dot, state = suffix.partition(".")
+    if not dot:
+        action, state = ("commit", "inflight") if suffix == "inflight" else (suffix, "")
+    assert state in ("", "requested", "inflight"), f"{name}: state {state!r} is none of requested, inflight"
+    assert action in TIMELINE_ACTIONS, f"{name}: action {action!r} is not in HoodieTimeline.VALID_ACTIONS_IN_TIMELINE"
+    requested, underscore, completed = head.partition("_")
+    assert not underscore or not state, f"{name}: only completed instants carry a completion time"
+    for ts in (requested, completed) if underscore else (requested,):
+        assert len(ts) in (14, 17) and ts.isdigit(), f"{name}: time {ts!r} is not 14 or 17 digits"
+        try:
+            datetime.strptime(ts[:14], "%Y%m%d%H%M%S")
+        except ValueError:
+            assert len(ts) == 17, f"{name}: time {ts!r} is no yyyyMMddHHmmss date"  # else epoch millis
+    return requested, completed or None, action, state or "completed"
+
+
+def _instant_files(folder: Path) -> list[Path]:
+    return sorted(f for f in folder.iterdir() if f.is_file() and f.name[:1].isdigit()) if folder.is_dir() else []
+
+
+def _timeline_folder(table: Path) -> Path:
+    meta = _meta_folder(table)
+    return meta / "timeline" if _version(table).has_completion_times else meta
+
+
+# InstantFileNameGeneratorV2: these complete as another action's file.
+_COMPLETED_AS = {"compaction": "commit", "logcompaction": "deltacommit", "clustering": "replacecommit"}
+
+
+def check_timeline(table: Path) -> int:
+    folder = _timeline_folder(table)
+    files = _instant_files(folder)
+    for f in files:
+        requested, completed, action, state = timeline_instant(f.name)
+        if completed is not None:
+            assert completed > requested, f"{f.name}: completed before it was requested"
+            assert action not in _COMPLETED_AS, f"{f.name}: a completed {action} is a {_COMPLETED_AS[action]}"
+        if action in ("compaction", "clean") and state == "requested":
+            assert f.stat().st_size, f"{f.name}: the plan it is executed from is missing"
+    if folder != _meta_folder(table):
+        stray = [f.name for f in _instant_files(_meta_folder(table))]
+        assert not stray, f"instant files outside the layout-2 timeline folder, unseen by Hudi 1.x: {stray}"
+    return len(files)
+
+
+def _records(schema) -> dict[str, list]:
+    """Every record of a schema by short name: [full name, [(field, type shape, default), ...]]."""
+    names: dict[str, list] = {}
+    for named in schema.get("__named_schemas", {}).values():  # fastavro's parsed form names its records
+        shape(named, names)
+    shape(schema, names)
+    return {k: v[1:] for k, v in names.items()}
+
+
+def check_resolves(writer_schema, hudi_schema, where: str) -> None:
+    """The writer schema resolves against Hudi's without losing or inventing a field (module docstring)."""
+    ours, theirs = _records(writer_schema), _records(hudi_schema)
+    for short, (full, fields) in ours.items():
+        assert short in theirs, f"{where}: record {full} is none of Hudi's ({sorted(theirs)})"
+        hudi_full, hudi_fields = theirs[short]
+        assert full == hudi_full, f"{where}: record {full}, Hudi's is {hudi_full}"
+        hudi_by_name = {f[0]: f for f in hudi_fields}
+        for name, kind, default in fields:
+            assert name in hudi_by_name, f"{where}: {short}.{name} is no field of Hudi's {short}"
+            assert [kind, default] == hudi_by_name[name][1:], (
+                f"{where}: {short}.{name} is {kind} default {default}, Hudi's {hudi_by_name[name][1:]}")
+        ours_names = {f[0] for f in fields}
+        missing = [f[0] for f in hudi_fields if f[0] not in ours_names and f[2] == '"-"']
+        assert not missing, f"{where}: {short} lacks {missing}, which Hudi's schema gives no default"
+
+
+def check_timeline_avro(table: Path) -> int:
+    one_x = _version(table).avro_commit_metadata
+    checked = 0
+    for f in _instant_files(_timeline_folder(table)):
+        data = f.read_bytes()
+        if not data.startswith(b"Obj\x01"):
+            assert not (one_x and data), f"{f}: a non-empty instant file at this version must be an Avro container"
+            continue
+        reader = fastavro.reader(io.BytesIO(data))
+        _strict_parse(reader.metadata["avro.schema"], str(f))
+        name = reader.writer_schema["name"].rsplit(".", 1)[-1]
+        if one_x and name in HUDI_1X_RECORDS:
+            check_resolves(reader.writer_schema, hudi_1x_schema(name), str(f))
+            decode_strict(data, hudi_1x_text(name))  # Apache Avro's own resolution, Hudi's schema as reader
         checked += 1
     return checked
 
@@ -259,6 +330,7 @@ def check(table: str | Path, bucket_index: bool, global_index: bool = False) -> 
         "schemas": check_schemas(table),
         "rollbacks": check_rollbacks(table),
         "timeline": check_timeline(table),
+        "timeline_avro": check_timeline_avro(table),
     }
     if not bucket_index:
         counts["keys_in_base_files"] = check_keys_in_base_files(table, global_index)

@@ -181,3 +181,41 @@ class FixtureWriter:
         batches = hudi.HudiTableBuilder.from_base_uri(self.path).build().read()
         rows = pa.Table.from_batches(batches).select([self.key, self.part, self.order]).to_pylist()
         return sorted((r[self.key], r[self.part], r[self.order]) for r in rows)
+
+
+# -- the services a table version allows -------------------------------------------------------------------
+
+SERVICES = ("compaction", "cleaning", "archival")
+
+# Small thresholds, so a few commits give every service work: compaction after two deltacommits, one
+# file version kept, archival between four and six instants.
+SMALL_SERVICE_SETTINGS = {
+    "hoodie.compact.inline.max.delta.commits": "2",
+    "hoodie.cleaner.policy": "KEEP_LATEST_FILE_VERSIONS", "hoodie.cleaner.fileversions.retained": "1",
+    "hoodie.cleaner.commits.retained": "2", "hoodie.keep.min.commits": "4", "hoodie.keep.max.commits": "6",
+}
+
+
+def allowed_services(version) -> frozenset[str]:
+    """The table services ingest runs at this `TableVersion` (`TableVersion.runs`): the one place tests ask."""
+    return frozenset(s for s in SERVICES if version.runs(s))
+
+
+def service_settings(version, **overrides: str):
+    """`SMALL_SERVICE_SETTINGS` with inline compaction, each service on only where the version allows it."""
+    from ingest.hudi.config.service_settings import ServiceSettings
+
+    allowed = allowed_services(version)
+    flags = {"hoodie.compact.inline": str("compaction" in allowed).lower(),
+             "hoodie.clean.automatic": str("cleaning" in allowed).lower(),
+             "hoodie.archive.automatic": str("archival" in allowed).lower()}
+    return ServiceSettings.from_mapping({**SMALL_SERVICE_SETTINGS, **flags, **overrides})
+
+
+def run_allowed_services(table: HudiTable, **overrides: str):
+    """A writer's inline services after a commit (`run_inline_services`), those the version allows."""
+    from ingest.services import ServicesRun, run_inline_services
+
+    if not allowed_services(table.version):
+        return ServicesRun()
+    return run_inline_services(table, service_settings(table.version, **overrides))

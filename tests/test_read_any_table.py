@@ -5,12 +5,11 @@ not write (anything but a version-6 Merge-On-Read table)."""
 from __future__ import annotations
 
 import json
-import zipfile
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from conftest import FIXTURES, fixture_table_names
+from conftest import fixture_table_names, unzip_fixture_table
 
 from ingest.cli import main
 from ingest.commands.render import json_line, plain_rows
@@ -27,15 +26,8 @@ V9 = ["v9_txns_simple_meta", "v9_txns_simple_nometa"]
 
 
 def unzip(folder: str, name: str, dest: Path) -> Path:
-    """A fixture table of `<fixtures>/<folder>/<name>.zip` (or `tables/`, where the fixtures' README
-    moves `tables-v9/` once version 9 is read), unpacked, macOS noise left out."""
-    archive = next((p for p in (FIXTURES / folder / f"{name}.zip", FIXTURES / "tables" / f"{name}.zip")
-                    if p.is_file()), None)
-    if archive is None:
-        pytest.skip(f"fixture table {name}.zip is absent from {FIXTURES / folder}")
-    with zipfile.ZipFile(archive) as zf:
-        zf.extractall(dest, [m for m in zf.namelist() if not m.startswith("__MACOSX") and "/.DS_Store" not in m])
-    return dest / name
+    """A fixture table, unpacked (`folder` names where the fixtures keep it; conftest looks in both)."""
+    return unzip_fixture_table(name, dest)
 
 
 def copy_on_write(tmp_path: Path) -> Path:
@@ -95,8 +87,9 @@ def inspect_slices(capsys, path: Path) -> dict[str, str | None]:
 
 @pytest.mark.parametrize("name", fixture_table_names() or ["(fixtures absent)"])
 def test_read_of_every_fixture_table_equals_hudi_rs(fixture_tables, capsys, name):
-    """Versions 6 and 8 (`tables/`): the latest file slices (`AbstractTableFileSystemView.getLatestFileSlices`)
-    merged as hudi-rs merges them, each value in one rendering on both sides."""
+    """Versions 6, 8 and 9 (`tables/` and `tables-v9/`, with and without a metadata table): the latest file
+    slices (`AbstractTableFileSystemView.getLatestFileSlices`) merged as hudi-rs merges them, each value in
+    one rendering on both sides."""
     assert_read_equals_hudi_rs(capsys, fixture_tables[name])
 
 

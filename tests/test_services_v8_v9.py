@@ -17,6 +17,7 @@ import fastavro
 import hudi_invariants
 import pytest
 from hudi_avsc import CLEAN_METADATA_1_2, CLEANER_PLAN_1_2, COMPACTION_PLAN_1_2, decode_strict
+from hudi_avsc import shape as _shape
 from model import Op
 from service_tables import (
     CITIES,
@@ -29,7 +30,7 @@ from service_tables import (
 )
 from test_read_any_table import unzip
 from test_services_crash import run_service
-from test_write_versions import _fixture_commit_schema, _hudi_shape, _shape
+from test_write_versions import _fixture_commit_schema, _hudi_shape
 
 from ingest import services
 from ingest.cli import main

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from hudi_avsc import _INSTANT_INFO as INSTANT_INFO_AVSC
-from hudi_avsc import ROLLBACK_METADATA_0_15, ROLLBACK_PLAN_0_15, hudi_schema, parse_hudi_text
+from hudi_avsc import ROLLBACK_METADATA_0_15, ROLLBACK_PLAN_0_15, hudi_schema, parse_hudi_text, shape
 from model import Op, TableModel
 from service_tables import ModelWriter, hudi_rs_rows, options_for, our_rows, random_batch, to_table
 from test_read_any_table import unzip
@@ -196,36 +196,11 @@ def test_a_crashed_write_is_rolled_back_and_hudi_rs_reads_the_model(tmp_path, ve
 # -- Avro files ----------------------------------------------------------------------------------------
 
 
-def _shape(node, names: dict | None = None):
-    """An Avro schema reduced to what Avro resolution and Hudi's generated classes depend on: record
-    full names, field names and order, types (unions in order) and field defaults; a named type is the
-    same whether defined inline or referenced by name. Docs and `avro.java.string` are dropped."""
-    names = {} if names is None else names
-    if isinstance(node, str):
-        if node in ("null", "boolean", "int", "long", "float", "double", "bytes", "string"):
-            return node
-        return names.get(node.rsplit(".", 1)[-1], node)
-    if isinstance(node, list):
-        return [_shape(n, names) for n in node]
-    kind = node["type"]
-    if kind == "record":
-        full = node["name"] if "." in node["name"] else f"{node.get('namespace', '')}.{node['name']}"
-        fields = tuple((f["name"], json.dumps(_shape(f["type"], names)), json.dumps(f.get("default", "-")))
-                       for f in node["fields"])
-        names[node["name"].rsplit(".", 1)[-1]] = ["record", full, [list(f) for f in fields]]
-        return names[node["name"].rsplit(".", 1)[-1]]
-    if kind == "array":
-        return ["array", _shape(node["items"], names)]
-    if kind == "map":
-        return ["map", _shape(node["values"], names)]
-    return _shape(kind, names)
-
-
 def _hudi_shape(text: str):
     """The shape of one of Hudi's .avsc texts, `HoodieInstantInfo` (referenced by name) known."""
     names: dict = {}
-    _shape(json.loads(INSTANT_INFO_AVSC), names)
-    return _shape(parse_hudi_text(text), names)
+    shape(json.loads(INSTANT_INFO_AVSC), names)
+    return shape(parse_hudi_text(text), names)
 
 
 def _fixture_commit_schema(tmp_path) -> dict:
@@ -244,11 +219,11 @@ def test_every_avro_file_we_write_carries_hudis_schemas(tmp_path, version):
     Hudi's — `HoodieCommitMetadata` as Hudi 1.x itself embedded it in the v9 fixture's deltacommits
     (`CommitMetadataSerDeV2`), `HoodieRollbackPlan`/`HoodieRollbackMetadata` as `hudi-common/src/main/avro`
     defines them (from `INGEST_HUDI_AVSC_DIR` when set, else the text pinned in tests/hudi_avsc.py)."""
-    hudi_commit = _shape(_fixture_commit_schema(tmp_path))
+    hudi_commit = shape(_fixture_commit_schema(tmp_path))
     plan, meta = hudi_schema("HoodieRollbackPlan"), hudi_schema("HoodieRollbackMetadata")
     expected = {"HoodieCommitMetadata": hudi_commit,
-                "HoodieRollbackPlan": _shape(plan) if plan else _hudi_shape(ROLLBACK_PLAN_0_15),
-                "HoodieRollbackMetadata": _shape(meta) if meta else _hudi_shape(ROLLBACK_METADATA_0_15)}
+                "HoodieRollbackPlan": shape(plan) if plan else _hudi_shape(ROLLBACK_PLAN_0_15),
+                "HoodieRollbackMetadata": shape(meta) if meta else _hudi_shape(ROLLBACK_METADATA_0_15)}
     w = write_rounds(tmp_path / "t", version, rounds=2)
     crash_writer(w.path, version, random_batch(random.Random(3), 9, size=4), "after_data_write")
     w.write(random_batch(random.Random(4), 10, size=4))
@@ -261,7 +236,7 @@ def test_every_avro_file_we_write_carries_hudis_schemas(tmp_path, version):
         assert data.startswith(b"Obj\x01"), f"{name} is not an Avro container"
         schema = fastavro.reader(io.BytesIO(data)).writer_schema
         record = schema["name"].rsplit(".", 1)[-1]
-        assert _shape(schema) == expected[record], name
+        assert shape(schema) == expected[record], name
         seen.setdefault(record, []).append(name)
     assert set(seen) == set(expected), seen
     assert avro_models.COMMIT_METADATA["name"] == "HoodieCommitMetadata"
