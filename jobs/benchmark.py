@@ -17,6 +17,9 @@ struct; keys optionally skewed):
 * delta-rs (`deltalake`, if installed): append of the same rows, then a merge of each upsert batch;
 * Arrow -> Avro block encoding: ours against fastavro's record-by-record writer on the same batch;
 * the driver process's peak memory while upserting a batch and a batch 4x its size;
+* with `--scale N`, the bulk load and the upserts again at N times the rows (same batch share): the
+  per-row cost at both sizes, the key index's bytes on storage and the write tasks' peak memory
+  (each Python worker's resident memory while it ran a write task, reported by the task);
 * optionally (`--stream-batches N`), a long stream of small batches with inline table services:
   commit time of the last batch against the 20th, active timeline size, file slices per file group.
 
@@ -39,7 +42,6 @@ import shutil
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -67,6 +69,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="rows encoded by fastavro for the encoder comparison (default 200,000)")
     p.add_argument("--memory-rows", type=int, default=None,
                    help="base batch size for the driver memory check; 4x is also run (default upsert rows / 4)")
+    p.add_argument("--scale", type=int, default=1,
+                   help="also run the bulk load and the upserts at this many times --rows and the upsert rows "
+                        "(e.g. 4), and report the per-row cost at both sizes (default 1: not run)")
     p.add_argument("--stream-batches", type=int, default=0,
                    help="run a long stream of small batches with inline services (e.g. 500)")
     p.add_argument("--master", default=os.environ.get("INGEST_SPARK_MASTER", "local[2]"))
@@ -82,40 +87,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 # -- measuring ---------------------------------------------------------------------------------------
-
-
-class PeakRss:
-    """Peak resident memory of this (driver) process while a block runs, sampled every 20 ms."""
-
-    def __init__(self) -> None:
-        self.peak = 0
-        self._stop = threading.Event()
-
-    @staticmethod
-    def current() -> int:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-    def __enter__(self) -> PeakRss:
-        self.base = self.current()
-        self.peak = self.base
-
-        def sample() -> None:
-            while not self._stop.wait(0.02):
-                self.peak = max(self.peak, self.current())
-
-        self._thread = threading.Thread(target=sample, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, self.current())
-
-    @property
-    def growth(self) -> int:
-        return self.peak - self.base
 
 
 def timed(fn):
@@ -291,7 +262,10 @@ def measure_sink(spark, args, work: Path) -> dict:
     with HudiSink(options(table_path, args.buckets, insert_mode="base"), spark=spark) as bulk:
         out["bulk_load_s"], result = timed(lambda: bulk.write(base))
     out["bulk_load_files"] = result.files
+    out["bulk_load_vs_spark_parquet"] = out["bulk_load_s"] / out["spark_parquet_base_s"]
+    out.update(task_peaks("bulk_load", [bulk.task_peaks]))
     base.unpersist()
+    upserts = []
 
     parquet_times, floor_times, upsert_times = [], [], []
     with HudiSink(options(table_path, args.buckets, insert_mode="log"), spark=spark) as sink:
@@ -305,7 +279,10 @@ def measure_sink(spark, args, work: Path) -> dict:
             floor_times.append(seconds)
             seconds, result = timed(lambda upsert=upsert, r=r: sink.write(upsert, batch=BatchId("benchmark", r)))
             upsert_times.append(seconds)
+            upserts.append(sink.task_peaks)
             upsert.unpersist()
+        out.update(task_peaks("upsert", upserts))
+        out["key_index_bytes"] = key_index_bytes(table_path)
         out["upsert_written"] = result.counts.get("upserts", 0)
         out["spark_parquet_append_s"] = statistics.median(parquet_times)
         out["upsert_s"] = statistics.median(upsert_times)
@@ -327,6 +304,66 @@ def measure_sink(spark, args, work: Path) -> dict:
         out["small_batch_commit_p50_s"] = statistics.median(latencies)
         out["small_batch_commit_p95_s"] = sorted(latencies)[max(0, int(round(0.95 * len(latencies))) - 1)]
     out["table_rows_after"] = read_snapshot(HudiTable.open(table_path)).num_rows if args.rows <= 2_000_000 else None
+    return out
+
+
+def task_peaks(what: str, peaks: list[dict], suffix: str = "") -> dict:
+    """The write tasks' peak memory over commits (`HudiSink.task_peaks` after each): resident, and in
+    use (`ingest.spark.peak_memory`)."""
+    from ingest.spark.sink import PEAK_NAMES
+
+    return {f"{what}_{name}{suffix}": max((p.get(name) or 0 for p in peaks), default=0) for name in PEAK_NAMES.values()}
+
+
+def key_index_bytes(table_path: str) -> int:
+    """Bytes of the key index's segments on storage (all shards, all segments kept)."""
+    from ingest.index.key_state import INDEX_ROOT
+    from ingest.storage import Storage
+
+    storage = Storage(table_path)
+    return sum(f.size for f in storage.walk_files(INDEX_ROOT)) if storage.exists(INDEX_ROOT) else 0
+
+
+def measure_scale(spark, args, work: Path, figures: dict) -> dict:
+    """`--scale N`: the bulk load and the upsert rounds of `measure_sink` again at N times the rows
+    and the upsert rows (the same batch share), on a table of their own; per-row cost at N times
+    the size over the cost at 1x (1.0 when cost grows with the rows alone), the key index's bytes
+    and the write tasks' peak memory at both sizes."""
+    from ingest.spark.sink import HudiSink
+    from ingest.write.commit import BatchId
+
+    n = args.scale
+    upsert_rows = args.upsert_rows or max(1, args.rows // 5)
+    big = argparse.Namespace(**{**vars(args), "rows": args.rows * n, "upsert_rows": upsert_rows * n})
+    base = events(spark, big.rows, partitions=args.partitions).cache()
+    base.count()
+    out: dict = {"scale": n, "rows_scaled": big.rows, "upsert_rows_scaled": big.upsert_rows}
+    suffix = f"_{n}x"
+    out["spark_parquet_base_s" + suffix], _ = timed(lambda: base.write.mode("append").parquet(
+        str(work / "parquet_base_scaled")))
+    table_path = str(work / "hudi-scaled")
+    with HudiSink(options(table_path, args.buckets, insert_mode="base"), spark=spark) as bulk:
+        out["bulk_load_s" + suffix], _ = timed(lambda: bulk.write(base))
+    base.unpersist()
+    shutil.rmtree(work / "parquet_base_scaled", ignore_errors=True)
+    out.update(task_peaks("bulk_load", [bulk.task_peaks], suffix))
+    out["bulk_load_vs_spark_parquet" + suffix] = out["bulk_load_s" + suffix] / out["spark_parquet_base_s" + suffix]
+    times, results = [], []
+    with HudiSink(options(table_path, args.buckets, insert_mode="log"), spark=spark) as sink:
+        for r in range(args.rounds):
+            upsert = upsert_batch(spark, big, r).cache()
+            upsert.count()
+            seconds, _ = timed(lambda upsert=upsert, r=r: sink.write(upsert, batch=BatchId("scaled", r)))
+            times.append(seconds)
+            results.append(sink.task_peaks)
+            upsert.unpersist()
+    out["upsert_s" + suffix] = statistics.median(times)
+    out["upsert_rounds_s" + suffix] = times
+    out.update(task_peaks("upsert", results, suffix))
+    out["key_index_bytes" + suffix] = key_index_bytes(table_path)
+    out[f"bulk_load_per_row_{n}x_ratio"] = (out["bulk_load_s" + suffix] / big.rows) / (figures["bulk_load_s"] / args.rows)
+    out[f"upsert_per_row_{n}x_ratio"] = (out["upsert_s" + suffix] / big.upsert_rows) / (figures["upsert_s"] / upsert_rows)
+    shutil.rmtree(table_path, ignore_errors=True)
     return out
 
 
@@ -358,6 +395,7 @@ def measure_default_index(spark, args, work: Path, parquet_append_s: float) -> d
 
 def measure_driver_memory(spark, args, work: Path) -> dict:
     """Peak growth of the driver's memory while writing a batch, and a batch four times larger."""
+    from ingest.spark.peak_memory import PeakMemory
     from ingest.spark.sink import HudiSink
     from ingest.write.commit import BatchId
 
@@ -368,7 +406,7 @@ def measure_driver_memory(spark, args, work: Path) -> dict:
         sink.write(events(spark, 1000, partitions=args.partitions), batch=BatchId("memory", 0))  # warm up
         for i, rows in enumerate((n, 4 * n)):
             df = events(spark, rows, key_offset=10_000_000 * (i + 1), partitions=args.partitions)
-            with PeakRss() as rss:
+            with PeakMemory() as rss:
                 sink.write(df, batch=BatchId("memory", i + 1))
             growth[rows] = rss.peak
     small, large = growth[n], growth[4 * n]
@@ -460,6 +498,7 @@ def report(figures: dict) -> None:
         ("Spark parquet append of the upsert batch (s, median)", figures.get("spark_parquet_append_s")),
         ("ingest bulk load, base files (s)", figures.get("bulk_load_s")),
         ("Spark parquet append of the base table (s)", figures.get("spark_parquet_base_s")),
+        ("  bulk load / Spark parquet append", figures.get("bulk_load_vs_spark_parquet")),
         ("Spark shuffle + Arrow hand-off to Python of the batch, no work (s, median)",
          figures.get("spark_shuffle_to_python_s")),
         ("  shuffle + hand-off / Spark parquet append", figures.get("shuffle_to_python_vs_spark_parquet")),
@@ -480,6 +519,7 @@ def report(figures: dict) -> None:
          figures.get("encoder_speedup_vs_fastavro")),
         ("driver peak RSS, 4x rows / 1x rows", figures.get("driver_peak_rss_ratio_4x_rows")),
     ]
+    rows += scale_rows(figures)
     if figures.get("stream_batches"):
         rows += [
             (f"stream: commit time, batch {figures['stream_batches']} / batch 20",
@@ -488,6 +528,34 @@ def report(figures: dict) -> None:
             ("stream: max file slices per file group", figures.get("stream_max_slices_per_file_group")),
         ]
     print_table(rows)
+
+
+def scale_rows(figures: dict) -> list[tuple[str, object]]:
+    """The table's lines for `--scale N` (none without it)."""
+    n = figures.get("scale")
+    if not n:
+        return []
+    mib = 1 << 20
+
+    def both(key: str, unit: int = 1) -> str:
+        small, large = figures.get(key), figures.get(f"{key}_{n}x")
+        if small is None or large is None:
+            return "-"
+        return f"{small / unit:,.1f} / {large / unit:,.1f}"
+
+    return [
+        (f"bulk load of {figures.get('rows_scaled'):,} rows (s)", figures.get(f"bulk_load_s_{n}x")),
+        ("  Spark parquet append of the same rows (s)", figures.get(f"spark_parquet_base_s_{n}x")),
+        ("  bulk load / Spark parquet append", figures.get(f"bulk_load_vs_spark_parquet_{n}x")),
+        (f"  bulk load per-row cost, {n}x rows / 1x rows", figures.get(f"bulk_load_per_row_{n}x_ratio")),
+        (f"upsert of {figures.get('upsert_rows_scaled'):,} rows (s, median)", figures.get(f"upsert_s_{n}x")),
+        (f"  upsert per-row cost, {n}x rows / 1x rows", figures.get(f"upsert_per_row_{n}x_ratio")),
+        (f"key index on storage, MiB (1x / {n}x)", both("key_index_bytes", mib)),
+        (f"write-task peak memory in use, bulk load, MiB (1x / {n}x)", both("bulk_load_task_peak_in_use_bytes", mib)),
+        (f"write-task peak memory in use, upsert, MiB (1x / {n}x)", both("upsert_task_peak_in_use_bytes", mib)),
+        (f"write-task peak RSS (worker kept), bulk load, MiB (1x / {n}x)", both("bulk_load_task_peak_rss_bytes", mib)),
+        (f"write-task peak RSS (worker kept), upsert, MiB (1x / {n}x)", both("upsert_task_peak_rss_bytes", mib)),
+    ]
 
 
 def print_table(rows: list[tuple[str, object]]) -> None:
@@ -520,6 +588,8 @@ def main(argv: list[str] | None = None) -> int:
         return finish_kafka(spark, args, work)
     warm_up(spark, work)
     figures.update(measure_sink(spark, args, work))
+    if args.scale > 1:
+        figures.update(measure_scale(spark, args, work, figures))
     figures.update(measure_default_index(spark, args, work, figures["spark_parquet_append_s"]))
     figures.update(measure_driver_memory(spark, args, work))
     figures.update(measure_encoder(spark, min(args.encoder_rows, args.rows)))

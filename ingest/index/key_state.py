@@ -342,13 +342,14 @@ class KeyStateStore:
 
     def write(self, state: ShardState, changes: pa.Table, instant: str) -> Segment:
         """Write this instant's changes to the shard, folding deltas into a base when there are many."""
-        after = state.with_changes(self._conform(changes))
+        changes = self._conform(changes)  # once: casting to the state's dictionary types is not free
+        after = state.with_changes(changes)
         if state.deltas_since_base + 1 > MAX_DELTAS:
             merged = after.table
             segment = self._put(Segment(state.shard, instant, "base"), merged)
             after = replace(after, base=merged, overlay=merged.slice(0, 0))
         else:
-            segment = self._put(Segment(state.shard, instant, "delta"), self._conform(changes))
+            segment = self._put(Segment(state.shard, instant, "delta"), changes)
         _CACHE.written[self._cache_key(state.shard)] = replace(after, segments=(*state.segments, segment))
         return segment
 

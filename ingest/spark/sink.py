@@ -38,6 +38,7 @@ from ingest.hudi.avro.avro_names import sanitized_schema
 from ingest.hudi.timeline.commit_metadata import WriteStat
 from ingest.spark import routing
 from ingest.spark.failures import is_spark_error, spark_failure
+from ingest.spark.peak_memory import TASK_PEAK_IN_USE, TASK_PEAK_RSS, measured
 from ingest.storage import Storage
 from ingest.write import batch as batch_mod
 from ingest.write import quarantine, tasks
@@ -56,6 +57,9 @@ RESULT_SCHEMA = StructType.fromJson({"type": "struct", "fields": [
 ]})
 KAFKA_OFFSET = "_kafka_offset"
 INPUT_BYTES = "_input_bytes"  # Arrow bytes the write tasks received, for sizing the next batch's Arrow batches
+# A batch's write tasks' largest peaks (`ingest.spark.peak_memory`): measurements, kept apart from
+# the batch's counts, which say what was written.
+PEAK_NAMES = {TASK_PEAK_RSS: "task_peak_rss_bytes", TASK_PEAK_IN_USE: "task_peak_in_use_bytes"}
 
 
 class _Counters(AccumulatorParam):
@@ -236,6 +240,7 @@ class SparkEngine:
         self.exact_routes = exact_routes
         self.row_bytes = row_bytes  # Arrow bytes per input row: known from a previous batch, then this one's
         self.offsets: dict[str, int] = {}
+        self.task_peaks: dict[str, int] = {}  # the last run's, by `PEAK_NAMES`
 
     # -- Engine protocol --------------------------------------------------------------------------
 
@@ -271,6 +276,8 @@ class SparkEngine:
         totals = dict(counters.value)
         self.offsets = totals.pop("_kafka_offsets", {}) or {}
         input_bytes = totals.pop(INPUT_BYTES, 0)
+        self.task_peaks = {name: max(peaks.values()) for key, name in PEAK_NAMES.items()
+                           if (peaks := totals.pop(key, {}))}
         if totals.get("rows_in"):
             self.row_bytes = input_bytes / totals["rows_in"]
         return tasks.TaskResult.merge([result, tasks.TaskResult(counts=totals)])
@@ -328,7 +335,7 @@ class SparkEngine:
             task = _task()
             yield _result_batch(tasks.bucket_task(plan, prepare(table, task), task))
 
-        return _parse_results(routed.mapInArrow(write, RESULT_SCHEMA).collect())
+        return _parse_results(routed.mapInArrow(measured(write, counters), RESULT_SCHEMA).collect())
 
     def _key_index(self, plan: WritePlan, prepared: PreparedFrame, routed: DataFrame, counters) -> tasks.TaskResult:
         prepare = self._prepare_fn(plan, prepared, counters)
@@ -349,7 +356,7 @@ class SparkEngine:
 
         # Kept between the passes as Arrow IPC bytes, a few values per task: Spark then neither
         # converts the tagged rows into its cache's columns nor back into Arrow for each later step.
-        tagged = routed.mapInArrow(tag, PACKED_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
+        tagged = routed.mapInArrow(measured(tag, counters), PACKED_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
         try:
             counts: dict[str, int] = {}
             seen: list = []
@@ -376,11 +383,11 @@ class SparkEngine:
                 yield _result_batch(tasks.write_groups(plan, routing.without_slot(table), _task()))
 
             slotted = tagged_arrow.append(pa.field(routing.SLOT, pa.int32()))
-            placed = tagged.select(PACKED).mapInArrow(place, from_arrow_schema(slotted))
+            placed = tagged.select(PACKED).mapInArrow(measured(place, counters), from_arrow_schema(slotted))
             # Each file group to the task `balanced` chose for it: a hash of the group could leave one
             # task most of the rewriting while the other idles.
             groups = placed.coalesce(1) if n_tasks == 1 else placed.repartition(n_tasks, routing.SLOT)
-            written = _parse_results(groups.mapInArrow(write, RESULT_SCHEMA).collect())
+            written = _parse_results(groups.mapInArrow(measured(write, counters), RESULT_SCHEMA).collect())
         finally:
             tagged.unpersist()
         return tasks.TaskResult(written.stats, written.segments, {})
@@ -411,6 +418,7 @@ class HudiSink:
         self.results: deque[batch_mod.CommitResult] = deque(maxlen=RESULTS_KEPT)
         self.exact_routes = False  # set for good once a batch's keys need Hudi's full cut (`routing`)
         self.row_bytes: float | None = None  # the last batch's Arrow bytes per row (`arrow_batch_settings`)
+        self.task_peaks: dict[str, int] = {}  # the last batch's write tasks' peak memory (`PEAK_NAMES`)
 
     def _lease(self) -> WriterLock:
         """Take the lease for one commit (waiting for another writer's commit to end), so writers of
@@ -464,6 +472,7 @@ class HudiSink:
                             "batch again with the exact route, which this sink keeps from now on")
                 self.exact_routes = True
         self.row_bytes = engine.row_bytes
+        self.task_peaks = engine.task_peaks
         log.info(result.log_line(batch))
         self.results.append(result)
         if self.after_commit is not None and result.instant is not None:

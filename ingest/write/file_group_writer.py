@@ -198,7 +198,7 @@ def write_file_groups(
     stats: list[WriteStat | None] = [None] * len(groups)
     logs = []
     for i, (target, upserts, deletes) in enumerate(groups):
-        if target.is_new and ctx.insert_mode is InsertMode.BASE and deletes.num_rows == 0:
+        if writes_base_file(ctx, target, deletes):
             stats[i] = _write_base_file(ctx, target, upserts, task, time.monotonic())
         elif _merges(ctx, target, upserts):
             stats[i] = _merge_base_file(ctx, target, upserts, deletes, task, time.monotonic())
@@ -211,6 +211,11 @@ def write_file_groups(
             target, upserts, deletes = groups[i]
             stats[i] = _write_log(ctx, target, upserts, deletes, blocks, task, started)
     return [s for s in stats if s is not None]
+
+
+def writes_base_file(ctx: WriteContext, target: FileGroupTarget, deletes: pa.Table) -> bool:
+    """A new file group in `insert_mode: base` is written as a base file (`HoodieCreateHandle`)."""
+    return target.is_new and ctx.insert_mode is InsertMode.BASE and deletes.num_rows == 0
 
 
 def block_cuts(record_ends: np.ndarray, max_bytes: int) -> list[int]:
@@ -271,7 +276,8 @@ def _write_base_file(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Tab
     name = BaseFileName(target.file_id, task.write_token, ctx.instant).name
     path = target.path(name)
     # Sorted before numbering: the parquet writer numbers records in the order it writes them.
-    upserts = upserts.sort_by(KEY)
+    if not is_sorted(upserts.column(KEY)):
+        upserts = upserts.sort_by(KEY)
     rows = _writer_columns(with_meta_columns(upserts, ctx.instant, task.partition_id, [name], [upserts.num_rows],
                                              log_records=False),
                            ctx.writer_schema)
@@ -290,6 +296,12 @@ def _write_base_file(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Tab
         file_size_in_bytes=len(data),
         runtime_stats=_runtime(started, create=True),
     )
+
+
+def is_sorted(values: pa.ChunkedArray | pa.Array) -> bool:
+    """Whether `values` (no nulls) are in ascending order: a linear check, against a sort."""
+    n = len(values)
+    return n < 2 or pc.all(pc.less_equal(values.slice(0, n - 1), values.slice(1))).as_py()
 
 
 def _merges(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Table) -> bool:

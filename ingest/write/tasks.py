@@ -31,7 +31,7 @@ from ingest.hudi.merge import precombine as pcb
 from ingest.hudi.parquet.base_file import read_base_file
 from ingest.hudi.timeline.commit_metadata import WriteStat
 from ingest.index import key_state as ks
-from ingest.write.file_group_writer import IS_UPDATE, TaskIdentity, write_file_groups
+from ingest.write.file_group_writer import IS_UPDATE, TaskIdentity, write_file_groups, writes_base_file
 from ingest.write.plan import WritePlan
 from ingest.write.resolve import DELETED_IN, FILE_ID, join_rows, resolve, state_changes
 
@@ -198,11 +198,32 @@ def _narrow(records: pa.Table, ordering_field: str | None) -> pa.Table:
     return narrow.append_column(WIDE_ROW, pa.array(np.arange(records.num_rows, dtype=np.int64)))
 
 
-def _widen(records: pa.Table, rows: pa.Table, ordering_field: str | None) -> pa.Table:
-    """`rows` (narrow) with the data columns of the `records` they stand for."""
-    data = records.drop_columns(_decisive(records, ordering_field)).take(rows.column(WIDE_ROW))
-    out = rows.drop_columns([WIDE_ROW])
-    return pa.Table.from_arrays(out.columns + data.columns, names=out.column_names + data.column_names)
+def _widen(plan: WritePlan, records: pa.Table, writes: list[tuple]) -> list[tuple]:
+    """`writes` with their narrow rows given the data columns of the `records` they stand for.
+
+    One `take` for every group, then zero-copy slices: a take per group cost four times as much
+    (32 groups of 15,000 rows out of 500,000). Rows bound for a new base file come in record-key
+    order, the order `_write_base_file` writes them in, so it need not move every column again.
+    """
+    ordered, rows = [], []
+    for target, narrow, deletes in writes:
+        if writes_base_file(plan.write, target, deletes) and narrow.num_rows > 1:
+            narrow = narrow.take(pc.sort_indices(narrow.column(pcb.KEY)))
+        ordered.append(narrow)
+        rows.append(narrow.column(WIDE_ROW))
+    if not ordered:
+        return []
+    data = records.drop_columns(_decisive(records, plan.ordering_field)).combine_chunks()
+    chunks = [c.cast(pa.int64()) for r in rows for c in r.chunks]
+    data = data.take(pa.concat_arrays(chunks) if chunks else pa.array([], pa.int64()))
+    out, start = [], 0
+    for (target, _, deletes), narrow in zip(writes, ordered, strict=True):
+        part = data.slice(start, narrow.num_rows)
+        start += narrow.num_rows
+        narrow = narrow.drop_columns([WIDE_ROW])
+        out.append((target, pa.Table.from_arrays(narrow.columns + part.columns,
+                                                 names=narrow.column_names + part.column_names), deletes))
+    return out
 
 
 def bucket_task(plan: WritePlan, records: pa.Table, task: TaskIdentity) -> TaskResult:
@@ -236,7 +257,7 @@ def bucket_task(plan: WritePlan, records: pa.Table, task: TaskIdentity) -> TaskR
         changes = state_changes(upserts, resolved.deleted_state, plan.ordering_field, plan.ordering_type, plan.instant)
         pending_state.append((state, changes))
         results.append(TaskResult((), (), _counts(resolved, upserts)))
-    writes = [(target, _widen(records, upserts, plan.ordering_field), deletes) for target, upserts, deletes in writes]
+    writes = _widen(plan, records, writes)
     stats = tuple(write_file_groups(plan.write, writes, task)) if writes else ()
     segments = tuple(_write_segment(plan, store, state, changes) for state, changes in pending_state if changes.num_rows)
     return TaskResult.merge([*results, TaskResult(stats, segments, {})])
