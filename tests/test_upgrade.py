@@ -260,6 +260,23 @@ def test_hudi_written_v6_tables_upgraded_to_9_read_as_before(hudi_table_copy, na
     hudi_invariants.check(path, bucket_index=False)
 
 
+def test_a_completion_time_is_never_before_its_instant(hudi_table_copy):
+    """`InstantGeneratorV1.createNewInstant(StoragePathInfo)` takes a completed instant's completion time
+    from its file's modification time; `InstantComparator` (and hudi-rs's timeline) order a completion
+    after its request. A file whose modification time is earlier than its instant (a timeline written in
+    a zone ahead of ours, a clock set back) completes a millisecond after its instant."""
+    path = hudi_table_copy("v6_trips_8i1u")
+    old = sorted((path / ".hoodie").glob("*.deltacommit"))[-1]
+    os.utime(old, (946684800, 946684800))  # 2000-01-01, before every instant of the table
+    assert main(["upgrade", str(path), "--to", "9"]) == 0
+    stem = old.name.split(".")[0]
+    moved = [n for n in timeline_names(path) if n.startswith(stem + "_") and n.endswith(".deltacommit")]
+    assert moved == [f"{stem}_{int(stem) + 1}.deltacommit"]
+    for n in timeline_names(path):
+        hudi_rs_instant(n)
+    hudi_invariants.check(path, bucket_index=False)
+
+
 # -- nothing to do, and refusals -----------------------------------------------------------------------------
 
 

@@ -11,7 +11,10 @@ Mirrors `SevenToEightUpgradeHandler.upgrade` (the timeline part), `upgradeActive
   file's modification time (`InstantGeneratorV1.createNewInstant(StoragePathInfo)`). Hudi formats it in
   the JVM's zone (`HoodieInstantTimeGenerator.formatDate`); here it is the table's timeline zone, which is
   the same for LOCAL tables and for UTC tables upgraded on a UTC machine, and keeps completion times
-  comparable with the instant times of the table otherwise;
+  comparable with the instant times of the table otherwise. A modification time earlier than the
+  instant's own time (a timeline written in a zone ahead of this one, or a clock set back) becomes the
+  instant's time plus a millisecond: a completion before the request breaks `InstantComparator`'s order, which Hudi's
+  and hudi-rs's timelines rely on;
 * a pending `replacecommit` becomes a `clustering` (`UpgradeDowngradeUtils.SIX_TO_EIGHT_TIMELINE_ACTION_MAP`,
   pending instants only);
 * `commit` and `deltacommit` files in every state, and completed `replacecommit`s, are read as commit
@@ -25,11 +28,20 @@ both places, and converting it again gives the same name (its modification time 
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from ingest.faults import crash_point
 from ingest.hudi.timeline.commit_metadata import upgraded_metadata
-from ingest.hudi.timeline.instant import Action, Instant, State, format_instant
+from ingest.hudi.timeline.instant import (
+    DEFAULT_MILLIS,
+    INSTANT_FORMAT,
+    INSTANT_LENGTH,
+    SECONDS_INSTANT_LENGTH,
+    Action,
+    Instant,
+    State,
+    format_instant,
+)
 from ingest.hudi.timeline.timeline import METAFOLDER
 from ingest.hudi.timeline.timeline_layout import TimelineLayout
 from ingest.storage import Storage
@@ -45,9 +57,14 @@ def legacy_instant_files(storage: Storage) -> list[str]:
                   key=lambda n: (n.split(".", 1)[0], n))
 
 
-def completion_time(storage: Storage, rel: str, zone: str) -> str:
-    """A layout-1 completed instant's completion time: its file's modification time."""
-    return format_instant(datetime.fromtimestamp(storage.modified(rel), timezone.utc), zone)
+def completion_time(storage: Storage, rel: str, zone: str, requested: str) -> str:
+    """A layout-1 completed instant's completion time: its file's modification time, and at least one
+    millisecond after the instant's own time `requested` (Hudi completes an instant after requesting it)."""
+    full = requested if len(requested) == INSTANT_LENGTH else requested + DEFAULT_MILLIS
+    moment = datetime.strptime(full[:SECONDS_INSTANT_LENGTH], INSTANT_FORMAT) + timedelta(
+        milliseconds=int(full[SECONDS_INSTANT_LENGTH:]) + 1)
+    floor = moment.strftime(INSTANT_FORMAT) + f"{moment.microsecond // 1000:03d}"
+    return max(format_instant(datetime.fromtimestamp(storage.modified(rel), timezone.utc), zone), floor)
 
 
 def new_name(storage: Storage, name: str, layout: TimelineLayout, zone: str) -> str:
@@ -56,7 +73,7 @@ def new_name(storage: Storage, name: str, layout: TimelineLayout, zone: str) -> 
     assert instant is not None, name
     if instant.is_completed:
         done = Instant(instant.timestamp, instant.action, State.COMPLETED,
-                       completion_time(storage, f"{METAFOLDER}/{name}", zone))
+                       completion_time(storage, f"{METAFOLDER}/{name}", zone, instant.timestamp))
         return layout.file_name(done)
     if instant.action is Action.REPLACE_COMMIT:
         return layout.file_name(Instant(instant.timestamp, Action.CLUSTERING, instant.state))
