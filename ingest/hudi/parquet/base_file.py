@@ -339,7 +339,10 @@ def _real_children(arrays: Sequence[pa.Array], dtype: pa.DataType) -> list[tuple
 
 
 def _map_entries(array: pa.MapArray) -> pa.StructArray:
-    """The key/value entries of the maps really present (Arrow's list flattening has no map kernel)."""
+    """The key/value entries of the maps really present (Arrow's list flattening has no map kernel).
+    A slice is copied first: `ListArray.from_arrays` takes no null mask with sliced offsets."""
+    if array.offset:
+        array = pa.concat_arrays([array])
     entries = pa.StructArray.from_arrays([array.keys, array.items], names=["key", "value"])
     mask = array.is_null() if array.null_count else None
     return pa.ListArray.from_arrays(array.offsets, entries, mask=mask).flatten()
