@@ -16,9 +16,12 @@ from hypothesis import strategies as st
 from kafka_fixtures import broker, topic_name  # noqa: F401  (broker is a fixture)
 
 from ingest.errors import ConfigError
-from ingest.kafka import decode as decode_module
+from ingest.kafka import json_values as json_reader
 from ingest.kafka.broker import Message
-from ingest.kafka.decode import INPUT_COLUMNS, TIMESTAMP_TYPE, decode_batch, decoder_spec, parse_ddl
+from ingest.kafka.columns import INPUT_COLUMNS, TIMESTAMP_TYPE
+from ingest.kafka.ddl import parse_ddl
+from ingest.kafka.decode import decode_batch
+from ingest.kafka.spec import decoder_spec
 from ingest.spark.decode import decode
 from ingest.spark.kafka_source import kafka_stream
 
@@ -132,8 +135,8 @@ def test_every_kind_of_bad_json_is_an_error_row_with_its_offset(monkeypatch):
     assert decoded.records.column("_kafka_offset").to_pylist() == [0, len(values) - 1]
     raw = decoded.errors.to_pylist()[0]
     # Cutting the batch into tiny chunks (as large batches are) changes nothing.
-    monkeypatch.setattr(decode_module, "MAX_CHUNK_ROWS", 3)
-    monkeypatch.setattr(decode_module, "MAX_CHUNK_BYTES", 64)
+    monkeypatch.setattr(json_reader, "MAX_CHUNK_ROWS", 3)
+    monkeypatch.setattr(json_reader, "MAX_CHUNK_BYTES", 64)
     again = decode_batch(kafka_rows(values), spec, seen_at=raw["error_seen_at"])
     assert again.records.equals(decoded.records) and again.errors.equals(decoded.errors)
     assert (raw["key"], raw["value"], raw["topic"], raw["partition"]) == (b"k1", BAD_JSON[0][0], "t", 0)

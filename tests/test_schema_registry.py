@@ -24,8 +24,10 @@ from schema_registry_server import SchemaRegistryServer
 from ingest.config.loader import load_config
 from ingest.errors import ConfigError
 from ingest.kafka import registry
-from ingest.kafka.decode import TIMESTAMP_TYPE, decode_batch, decoder_spec, refreshed
+from ingest.kafka.columns import TIMESTAMP_TYPE
+from ingest.kafka.decode import decode_batch
 from ingest.kafka.registry import RegistrySettings, RegistryUnavailable, SubjectVersion, subject_urls
+from ingest.kafka.spec import decoder_spec, refreshed
 
 USERS = {"ingest": "s3cr3t-pw"}
 V1 = {"type": "record", "name": "Order", "namespace": "shop", "fields": [

@@ -58,8 +58,8 @@ from ingest.hudi.table.lock_provider import LockSettings
 from ingest.hudi.table.table import HudiTable
 from ingest.hudi.timeline.heartbeat import HeartbeatSettings
 from ingest.kafka.client_config import consumer_config
-from ingest.kafka.decode import DecoderSpec, decoder_spec
 from ingest.kafka.registry import RegistrySettings, SubjectVersion, subject_urls
+from ingest.kafka.spec import DecoderSpec, decoder_spec
 from ingest.storage import Storage
 from ingest.write.file_group_writer import InsertMode
 from ingest.write.options import IndexOptions, IndexType, Operation, SmallFileOptions, WriteOptions

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from ingest.catalog.settings import SyncSettings
 from ingest.config.keys import HUDI, REDACTED, Secret, is_secret, lookup, to_text
-from ingest.kafka.decode import DecoderSpec
+from ingest.kafka.spec import DecoderSpec
 from ingest.write.options import WriteOptions
 
 

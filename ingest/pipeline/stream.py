@@ -32,7 +32,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from ingest.config.pipeline import OnError, PipelineConfig
 from ingest.errors import ConfigError, IngestError
-from ingest.kafka.decode import refreshed
+from ingest.kafka.spec import refreshed
 from ingest.phases import phase
 from ingest.pipeline import hoodie_metrics, undecodable
 from ingest.pipeline.catalog_sync import CatalogSync

@@ -37,7 +37,7 @@ KEPT = ("key", "value", *RENAMED)
 
 
 def quarantine_rows(errors: pa.Table) -> pa.Table:
-    """Decode error rows (ingest.kafka.decode's errors schema) in the quarantine's column names."""
+    """Decode error rows (ingest.kafka.columns' errors schema) in the quarantine's column names."""
     table = errors.select(list(KEPT))
     return table.rename_columns([RENAMED.get(name, name) for name in table.column_names])
 

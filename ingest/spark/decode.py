@@ -22,16 +22,9 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ingest.kafka.decode import (
-    ERRORS_SCHEMA,
-    INPUT_COLUMNS,
-    OFFSET,
-    PARTITION,
-    TIMESTAMP,
-    TOPIC,
-    DecoderSpec,
-    decode_batch,
-)
+from ingest.kafka.columns import ERRORS_SCHEMA, INPUT_COLUMNS, OFFSET, PARTITION, TIMESTAMP, TOPIC
+from ingest.kafka.decode import decode_batch
+from ingest.kafka.spec import DecoderSpec
 
 ERROR = "_ingest_error"
 ERROR_SEEN_AT = "_ingest_error_seen_at"
@@ -118,7 +111,7 @@ def decode(df: DataFrame, spec: DecoderSpec, *, storage_level: StorageLevel = St
 
     Records carry the declared columns and `_kafka_topic`, `_kafka_partition`, `_kafka_offset`,
     `_kafka_timestamp`, `_ingest_is_tombstone`, `_ingest_is_deleted`; errors carry `key`, `value`,
-    `topic`, `partition`, `offset`, `timestamp`, `error`, `error_seen_at` (see ingest.kafka.decode).
+    `topic`, `partition`, `offset`, `timestamp`, `error`, `error_seen_at` (see ingest.kafka.columns).
     """
     schema = combined_schema(spec)
 
