@@ -84,19 +84,19 @@ def _clean_horizon(table: HudiTable, timeline: Timeline) -> str | None:
     return avro_models.deserialize(data, avro_models.CLEAN_METADATA).get("earliestCommitToRetain") or None
 
 
-def _earliest_to_retain_for_replaced_groups(table: HudiTable, timeline: Timeline) -> str | None:
+def _earliest_to_retain_for_replaced_groups(timeline: Timeline, horizon: str | None) -> str | None:
     """`ClusteringUtils.getOldestInstantToRetainForClustering` (1.x: `getEarliestInstantToRetainForClustering`):
     the first replacecommit or clustering not older than what the last clean retained (its earliest commit to
     retain; the clean itself when there is none, as under KEEP_LATEST_FILE_VERSIONS), the first of all when
     nothing was cleaned. The groups it replaced may still have files; archived, it would no longer tell readers
-    they are replaced."""
+    they are replaced. `horizon`: the last clean's earliest commit to retain (`_clean_horizon`)."""
     replaces = timeline.filter(actions=[Action.REPLACE_COMMIT, Action.CLUSTERING])
     if not replaces:
         return None
     last_clean = timeline.last_completed(Action.CLEAN)
     if last_clean is None:
         return replaces[0].timestamp
-    lower = _clean_horizon(table, timeline) or last_clean.timestamp
+    lower = horizon or last_clean.timestamp
     return next((i.timestamp for i in replaces if i.timestamp >= lower), None)
 
 
@@ -120,11 +120,10 @@ def instants_to_archive(table: HudiTable, timeline: Timeline, settings: ServiceS
     for_compaction = earliest_instant_to_retain(timeline, settings.compaction)
     if for_compaction is not None:
         bounds.append(for_compaction)
-    if settings.clean.policy is CleanerPolicy.KEEP_LATEST_COMMITS:
-        horizon = _clean_horizon(table, timeline)
-        if horizon is not None:
-            bounds.append(horizon)
-    for_replaced = _earliest_to_retain_for_replaced_groups(table, timeline)
+    horizon = _clean_horizon(table, timeline)  # one read of the last clean's metadata
+    if settings.clean.policy is CleanerPolicy.KEEP_LATEST_COMMITS and horizon is not None:
+        bounds.append(horizon)
+    for_replaced = _earliest_to_retain_for_replaced_groups(timeline, horizon)
     if for_replaced is not None:
         bounds.append(for_replaced)
     unconvertible = [i.timestamp for i in timeline if i.action not in _CONVERTIBLE]

@@ -28,19 +28,18 @@ both places, and converting it again gives the same name (its modification time 
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 
 from ingest.faults import crash_point
 from ingest.hudi.timeline.commit_metadata import upgraded_metadata
 from ingest.hudi.timeline.instant import (
     DEFAULT_MILLIS,
-    INSTANT_FORMAT,
     INSTANT_LENGTH,
-    SECONDS_INSTANT_LENGTH,
     Action,
     Instant,
     State,
     format_instant,
+    instant_after,
 )
 from ingest.hudi.timeline.timeline import METAFOLDER
 from ingest.hudi.timeline.timeline_layout import TimelineLayout
@@ -60,10 +59,7 @@ def legacy_instant_files(storage: Storage) -> list[str]:
 def completion_time(storage: Storage, rel: str, zone: str, requested: str) -> str:
     """A layout-1 completed instant's completion time: its file's modification time, and at least one
     millisecond after the instant's own time `requested` (Hudi completes an instant after requesting it)."""
-    full = requested if len(requested) == INSTANT_LENGTH else requested + DEFAULT_MILLIS
-    moment = datetime.strptime(full[:SECONDS_INSTANT_LENGTH], INSTANT_FORMAT) + timedelta(
-        milliseconds=int(full[SECONDS_INSTANT_LENGTH:]) + 1)
-    floor = moment.strftime(INSTANT_FORMAT) + f"{moment.microsecond // 1000:03d}"
+    floor = instant_after(requested if len(requested) == INSTANT_LENGTH else requested + DEFAULT_MILLIS)
     return max(format_instant(datetime.fromtimestamp(storage.modified(rel), timezone.utc), zone), floor)
 
 
