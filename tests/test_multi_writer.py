@@ -496,7 +496,9 @@ def test_a_stream_and_a_backfill_killed_at_random_points_each_commit_every_batch
     writers = [next(iter(json.loads(t.commit_metadata(i).extra_metadata[SINK_CHECKPOINT_KEY])))
                for i in timeline.completed(Action.DELTA_COMMIT)]
     turns = sum(a != b for a, b in zip(writers, writers[1:], strict=False))
-    assert turns >= 2, f"the writers' commits did not interleave: {writers}"
+    if hudi_lock:  # Hudi's lock is taken per commit; the lease alone is held for a whole run, and a fast
+        # run can finish all its batches before its kill comes, so only OCC guarantees interleaving
+        assert turns >= 2, f"the writers' commits did not interleave: {writers}"
     assert sorted(p.rsplit("/", 1)[-1] for p in loaded) == [f"part-{i}.parquet" for i in range(len(history))]
     assert not (table / ".hoodie" / "lock").exists()
     hudi_invariants.check(table, bucket_index=True)
