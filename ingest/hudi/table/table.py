@@ -12,7 +12,7 @@ created at the version asked for, an existing one is never upgraded.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ingest.errors import TableConfigConflict, TableNotFound, TimelineError
@@ -35,6 +35,11 @@ T = TypeVar("T")
 class HudiTable:
     storage: Storage
     config: TableConfig
+    # Completed instants parsed through this handle, by file and builder: a completed instant's file is
+    # written once and never changed (`HoodieActiveTimeline.transitionState` creates it with
+    # `createImmutableFileInPath`), so one commit's steps share one parse of it.
+    _completed_parsed: dict[tuple[str, Any], Any] = field(default_factory=dict, init=False, repr=False,
+                                                          compare=False)
 
     # -- opening and creating -------------------------------------------------------------------
 
@@ -129,14 +134,23 @@ class HudiTable:
     def _parsed(self, instant: Instant, layout: TimelineLayout, build: Callable[[dict[str, Any]], T]) -> T:
         """An instant's metadata, or one TimelineError naming its file and what is wrong with it
         (a truncated or corrupt file is no commit anyone can read: `HoodieCommitMetadata.fromBytes`
-        fails on it too, and writing on top of it would build on a commit whose content is lost)."""
+        fails on it too, and writing on top of it would build on a commit whose content is lost).
+
+        A completed instant is read and parsed once per handle (see `_completed_parsed`); a handle
+        lives for one commit or one command, so a later one still lists the timeline afresh."""
+        key = (layout.path(instant), build)
+        if instant.is_completed and key in self._completed_parsed:
+            return self._completed_parsed[key]
         data = read_instant(self.storage, instant, layout)
         try:
-            return build(decode_metadata(data))
+            parsed = build(decode_metadata(data))
         except (ValueError, KeyError, TypeError, AttributeError, EOFError, IndexError) as e:
             detail = str(e).splitlines()[0] if str(e) else type(e).__name__
             raise TimelineError(f"{self.storage.url(layout.path(instant))}: {instant.action.value} {instant.timestamp} "
                                 f"cannot be parsed ({len(data)} bytes; truncated or corrupt?): {detail}") from e
+        if instant.is_completed:
+            self._completed_parsed[key] = parsed
+        return parsed
 
     def replaced_file_groups(self, timeline: Timeline, as_of: str | None = None,
                              before: str | None = None) -> frozenset[tuple[str, str]]:
