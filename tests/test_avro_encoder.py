@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ingest.errors import BadRecordError, SchemaEvolutionError
-from ingest.hudi.avro import avro_encoder
+from ingest.hudi.avro import avro_encoder, avro_join
 from ingest.hudi.avro.avro_encoder import EncodedRecords, avro_data_block_content, encode_batch
 from ingest.hudi.avro.schema import META_FIELDS, arrow_to_avro, with_meta_fields
 
@@ -411,7 +411,7 @@ def test_tables_slices_and_row_slices(monkeypatch):
 
 def test_64_bit_offsets(monkeypatch):
     # joins past 2 GiB switch to large_binary; force that path on small data
-    monkeypatch.setattr(avro_encoder, "_BINARY_LIMIT", 0)
+    monkeypatch.setattr(avro_join, "_BINARY_LIMIT", 0)
     batch = pa.RecordBatch.from_pydict({
         "s": ["a", None, "ccc"],
         "l": pa.array([[1, 2], None, []], pa.list_(pa.int64())),

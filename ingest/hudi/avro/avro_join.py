@@ -1,0 +1,104 @@
+"""Concatenating pieces row by row into the bytes of records (and AVRO_DATA's framed records).
+
+Not a Hudi class: the result is what fastavro's `schemaless_writer` writes record by record, and, when
+framed, each record behind its 4-byte big-endian length as `HoodieAvroDataBlock.serializeRecords` does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ingest.errors import BadRecordError
+from ingest.hudi.avro.avro_pieces import _INLINE, _U64, _Chunk, _coalesce, _Piece, _Small
+
+_INT32_MAX = 2**31 - 1
+# Joins of more bytes than this use 64-bit offsets (large_binary).
+_BINARY_LIMIT = _INT32_MAX
+
+def _small_to_chunk(s: _Small, n: int) -> _Chunk:
+    if isinstance(s.length, int):
+        w = s.length
+        words = s.lo if s.hi is None or w <= 8 else np.stack([s.lo, s.hi], axis=1)
+        matrix = np.ascontiguousarray(words).view(np.uint8).reshape(n, -1)
+        data = matrix if matrix.shape[1] == w else np.ascontiguousarray(matrix[:, :w])
+        return _Chunk(np.arange(n + 1, dtype=np.int64) * w, pa.py_buffer(data))
+    if s.width <= _INLINE:
+        # An inline binary_view is a 4-byte length then up to 12 data bytes; Arrow's cast to
+        # binary then does the compaction in C++.
+        views = np.empty((n, 4), dtype=np.uint32)
+        views[:, 0] = s.length
+        views[:, 1:3] = s.lo.view(np.uint32).reshape(n, 2)
+        views[:, 3] = 0 if s.hi is None else s.hi.view(np.uint32).reshape(n, 2)[:, 0]
+        arr = pa.Array.from_buffers(pa.binary_view(), n, [None, pa.py_buffer(views)]).cast(pa.binary())
+        return _Chunk(np.frombuffer(arr.buffers()[1], np.int32, n + 1), arr.buffers()[2])
+    words = np.stack([s.lo, s.hi if s.hi is not None else np.zeros_like(s.lo)], axis=1)
+    matrix = words.view(np.uint8).reshape(n, 16)
+    lengths = s.length
+    data = matrix[np.arange(16, dtype=np.int64)[None, :] < lengths[:, None]]
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return _Chunk(offsets, pa.py_buffer(data))
+
+
+def _piece_nbytes(p: _Piece) -> int:
+    if isinstance(p, _Small):
+        return p.length * len(p.lo) if isinstance(p.length, int) else int(p.length.sum())
+    return int(p.offsets[-1]) - int(p.offsets[0]) if len(p.offsets) else 0
+
+
+def _chunk_array(c: _Chunk, n: int, large: bool) -> pa.Array:
+    offsets, data = c.offsets, c.data
+    if large:
+        offsets = offsets.astype(np.int64, copy=False)
+    elif offsets.dtype != np.int32:
+        base = int(offsets[0])
+        if base:
+            offsets = offsets - base
+            data = data.slice(base)
+        offsets = offsets.astype(np.int32)
+    validity = None if c.valid is None else pa.py_buffer(np.packbits(c.valid, bitorder="little"))
+    kind = pa.large_binary() if large else pa.binary()
+    return pa.Array.from_buffers(kind, n, [validity, pa.py_buffer(offsets), data])
+
+
+def _row_lengths(pieces: list[_Piece], n: int) -> np.ndarray:
+    lengths = np.zeros(n, dtype=np.int64)
+    for p in pieces:
+        if isinstance(p, _Small):
+            lengths += p.length
+        else:
+            piece = np.diff(p.offsets)
+            lengths += piece if p.valid is None else piece * p.valid
+    return lengths
+
+
+def _length_prefix(lengths: np.ndarray) -> _Small:
+    """4-byte big-endian lengths, as AVRO_DATA content puts before each record."""
+    if len(lengths) and int(lengths.max()) > _INT32_MAX:
+        raise BadRecordError("an encoded record exceeds 2 GiB")
+    return _Small(lengths.astype(">u4").view(np.uint32).astype(_U64), None, 4, 4)
+
+
+def _join(pieces: list[_Piece], n: int, *, framed: bool = False) -> tuple[np.ndarray, pa.Buffer]:
+    """Concatenate the pieces row by row: (int64 offsets, data).
+
+    With `framed`, each row is preceded by its length as AVRO_DATA frames records.
+    """
+    pieces = _coalesce(pieces)
+    if framed:
+        pieces = _coalesce([_length_prefix(_row_lengths(pieces, n)), *pieces])
+    if not pieces or n == 0:
+        return np.zeros(n + 1, dtype=np.int64), pa.py_buffer(b"")
+    total = sum(_piece_nbytes(p) for p in pieces)
+    large = total > _BINARY_LIMIT
+    chunks = [_small_to_chunk(p, n) if isinstance(p, _Small) else p for p in pieces]
+    if len(chunks) == 1 and chunks[0].valid is None and int(chunks[0].offsets[0]) == 0:
+        only = chunks[0]
+        return only.offsets.astype(np.int64, copy=False), only.data
+    arrays = [_chunk_array(c, n, large) for c in chunks]
+    separator = pa.scalar(b"", pa.large_binary() if large else pa.binary())
+    joined = pc.binary_join_element_wise(*arrays, separator, null_handling="replace", null_replacement=b"")
+    offsets = np.frombuffer(joined.buffers()[1], np.int64 if large else np.int32, n + 1)
+    return offsets.astype(np.int64), joined.buffers()[2]
