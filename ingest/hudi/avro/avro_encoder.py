@@ -54,7 +54,7 @@ __all__ = ["EncodedRecords", "encode_batch", "avro_data_block_content", "AVRO_DA
 
 AVRO_DATA_BLOCK_VERSION = 3
 # Rows encoded at a time: numpy's intermediates stay in cache and their memory stays bounded.
-ROWS_PER_SLICE = 65_536
+ROWS_PER_SLICE = 16_384
 
 
 class EncodedRecords:
