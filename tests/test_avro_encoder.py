@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ingest.errors import BadRecordError, SchemaEvolutionError
-from ingest.hudi.avro import avro_encoder, avro_join
+from ingest.hudi.avro import avro_encoder, avro_join, avro_pieces
 from ingest.hudi.avro.avro_encoder import EncodedRecords, avro_data_block_content, encode_batch
 from ingest.hudi.avro.schema import META_FIELDS, arrow_to_avro, with_meta_fields
 
@@ -419,6 +419,58 @@ def test_64_bit_offsets(monkeypatch):
         "d": [1.5, None, -0.0],
     })
     assert_same_as_fastavro(batch, arrow_to_avro(batch.schema, "t"))
+
+
+def _fixed_runs_batch() -> tuple[pa.RecordBatch, dict[str, Any]]:
+    n = 7
+    batch = pa.RecordBatch.from_pydict({
+        "t": pa.array(["20240101000000000"] * n),  # 17 bytes: two 8-byte lanes and a tail byte
+        "p": pa.array([f"region-{i % 3}" for i in range(n)]),
+        "f": pa.array([bytes([i, 0xFF, i]) for i in range(n)], pa.binary(3)),
+        "d": pa.array([1.5 * i - 2 for i in range(n)]),
+        "e": pa.array([""] * n),
+        "w": pa.array([decimal.Decimal(f"-{i}1234567890123456789012345678901234567.8") for i in range(n)], pa.decimal256(40, 1)),
+        "v": pa.array(["x" * i for i in range(n)]),  # lengths vary: ends a run
+        "k": pa.array([f"key-{i}" for i in range(n)]),
+        "s": pa.array([None if i % 2 else {"x": f"s{i}"} for i in range(n)], pa.struct([("x", pa.string())])),
+        "l": pa.array([["ab", "cd"][: i % 3] for i in range(n)], pa.list_(pa.string())),
+    })
+    fields = [
+        {"name": "t", "type": "string"},
+        {"name": "p", "type": ["null", "string"]},
+        {"name": "f", "type": {"type": "fixed", "name": "f3", "size": 3}},
+        {"name": "d", "type": "double"},
+        {"name": "e", "type": "string"},
+        {"name": "w", "type": fixed_decimal(40, 1)},
+        {"name": "v", "type": "string"},
+        {"name": "k", "type": "string"},
+        {"name": "s", "type": ["null", {"type": "record", "name": "s", "fields": [{"name": "x", "type": "string"}]}]},
+        {"name": "l", "type": {"type": "array", "items": "string"}},
+    ]
+    return batch, {"type": "record", "name": "r", "fields": fields}
+
+
+def test_fixed_size_runs_are_joined_as_one_piece(monkeypatch):
+    """Neighbouring pieces whose rows all have one length (constant-length strings, fixed, decimals,
+    doubles, branch and length bytes) are copied side by side before the join, and the records stay
+    those of Avro's `GenericDatumWriter.write` through a `BinaryEncoder`, framed as
+    `HoodieAvroDataBlock.serializeRecords` frames them (4-byte length, then the record)."""
+    batch, schema = _fixed_runs_batch()
+    named: dict[str, Any] = {}
+    parsed = fastavro.parse_schema(schema, named)
+    children = {name: batch.column(name) for name in batch.schema.names}
+    pieces = avro_pieces._coalesce(
+        avro_encoder._Encoder(named).record_fields(batch.num_rows, parsed["fields"], None, avro_encoder._Ctx(""), children))
+    runs = avro_join._fixed_runs(pieces, batch.num_rows)
+    # t (with its length byte), p (branch, length, bytes), f, d, e, w and v's length byte: one chunk
+    assert isinstance(runs[0], avro_pieces._Chunk) and runs[0].size == 1 + 17 + 2 + 8 + 3 + 8 + 1 + 17 + 1
+    assert len(runs) < len(pieces)
+    assert_same_as_fastavro(batch, schema)
+    assert_same_as_fastavro(batch.slice(2), schema)
+    monkeypatch.setattr(avro_encoder, "ROWS_PER_SLICE", 3)
+    assert_same_as_fastavro(batch.slice(1), schema)
+    monkeypatch.setattr(avro_join, "_BINARY_LIMIT", 0)
+    assert_same_as_fastavro(batch, schema)
 
 
 @pytest.mark.parametrize("dtype", [

@@ -425,12 +425,14 @@ class _Encoder:
 
     def length_prefixed(self, arr: pa.Array) -> list[_Piece]:
         offsets = _offsets(arr)
-        return [_unsigned_varint(np.diff(offsets)), _Chunk(offsets, _data_buffer(arr))]
+        lengths = np.diff(offsets)
+        size = int(lengths[0]) if len(lengths) and lengths.min() == lengths.max() else None
+        return [_unsigned_varint(lengths), _Chunk(offsets, _data_buffer(arr), size=size)]
 
     def fixed_chunk(self, arr: pa.Array, size: int) -> _Chunk:
         n = len(arr)
         offsets = (np.arange(n + 1, dtype=np.int64) + arr.offset) * size
-        return _Chunk(offsets, arr.buffers()[1])
+        return _Chunk(offsets, arr.buffers()[1], size=size)
 
     def decimal_matrix(self, arr: pa.Array, schema: dict[str, Any], present: np.ndarray | None, ctx: _Ctx) -> np.ndarray:
         """Big-endian two's complement of the unscaled values at the schema's scale, one row each.
@@ -477,7 +479,7 @@ class _Encoder:
             words = padded.view(_U64)
             return [_Small(np.ascontiguousarray(words[:, 0]), np.ascontiguousarray(words[:, 1]) if size > 8 else None, size, size)]
         data = np.ascontiguousarray(be)
-        return [_Chunk(np.arange(n + 1, dtype=np.int64) * size, pa.py_buffer(data))]
+        return [_Chunk(np.arange(n + 1, dtype=np.int64) * size, pa.py_buffer(data), size=size)]
 
     def bytes_decimal(self, arr: pa.Array, schema: dict[str, Any], present: np.ndarray | None, ctx: _Ctx) -> list[_Piece]:
         be = self.decimal_matrix(arr, schema, present, ctx)

@@ -45,9 +45,17 @@ class _Chunk:
     offsets: np.ndarray  # int32 or int64, n + 1
     data: pa.Buffer
     valid: np.ndarray | None = None  # rows where False contribute no bytes
+    size: int | None = None  # every row's length, when the producer knows all rows are that long
 
 
 _Piece = _Small | _Chunk
+
+
+def _fixed_size(p: _Piece) -> int | None:
+    """The length every row of the piece has, if they all have the same."""
+    if isinstance(p, _Small):
+        return p.length if isinstance(p.length, int) else None
+    return p.size if p.valid is None else None
 
 
 def _const_small(n: int, value: bytes) -> _Small:
@@ -107,7 +115,7 @@ def _mask_pieces(pieces: list[_Piece], valid: np.ndarray) -> list[_Piece]:
         if isinstance(p, _Small):
             out.append(_mask_small(p, valid))
         else:
-            out.append(_Chunk(p.offsets, p.data, valid if p.valid is None else (p.valid & valid)))
+            out.append(_Chunk(p.offsets, p.data, valid if p.valid is None else (p.valid & valid), p.size))
     return out
 
 
