@@ -280,6 +280,24 @@ def test_decimals_rescaled_and_widened():
     check_column(decimal_array([10**37, -(10**37)], 38, 0), bytes_decimal(40, 2))
 
 
+@pytest.mark.parametrize("size", [1, 2, 7, 8, 9, 12, 15, 16])
+def test_fixed_decimals_at_the_limits_of_their_size(size):
+    """A fixed(size) decimal holds the two's complement values of `size` bytes, sign-filled in front:
+    Avro's `Conversions.DecimalConversion.toFixed` copies the unscaled bytes behind the fill byte, and
+    fails on a value whose bytes do not fit (here BadRecordError; fastavro fails too)."""
+    top = 2 ** (8 * size - 1)
+    digits = len(str(top - 1)) - 1  # every value of this many digits fits
+    fit = [10**digits - 1, -(10**digits - 1), 0, -1, 1, 255 % 10**digits, -(256 % 10**digits)]
+    check_column(decimal_array(fit, digits, 0), fixed_decimal(digits, 0, size=size))
+    if size < 16:
+        # one more digit of scale multiplies by ten: the largest values still fit, the next do not
+        largest, smallest = (top - 1) // 10, -(top // 10)
+        check_column(decimal_array([largest, smallest, 7], digits, 0), fixed_decimal(digits, 1, size=size))
+        for bad in (largest + 1, smallest - 1):
+            with pytest.raises(BadRecordError, match=rf"does not fit in fixed\({size}\)"):
+                encode_batch(*one_column(decimal_array([0, bad], digits, 0), fixed_decimal(digits, 1, size=size)))
+
+
 def test_decimals_of_other_widths():
     big = [10**49 + 7, -(10**49) - 7, 0, 10**60, -1]
     values = [decimal.Decimal((int(u < 0), tuple(int(d) for d in str(abs(u))), -10)) for u in big]
