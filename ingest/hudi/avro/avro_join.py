@@ -37,20 +37,33 @@ def _small_to_chunk(s: _Small, n: int) -> _Chunk:
     return _Chunk(offsets, pa.py_buffer(data))
 
 
+def _parts(size: int) -> list[tuple[int, type]]:
+    """(offset, unsigned type) covering `size` bytes with as few numpy items as possible."""
+    parts = []
+    at = 0
+    for dtype in (np.uint64, np.uint32, np.uint16, np.uint8):
+        step = np.dtype(dtype).itemsize
+        while size - at >= step:
+            parts.append((at, dtype))
+            at += step
+    return parts
+
+
 def _fixed_run(run: list[_Piece], n: int) -> _Chunk:
     """Neighbouring pieces whose rows all have one length, as one chunk of fixed-size rows.
 
     Arrow's join costs about the same per piece and row whatever the piece's length, so copying the
     pieces side by side into one row-major matrix first leaves it one piece where there were many.
-    Pieces are written left to right, 8 bytes at a time where possible: a word that runs past its
-    piece only writes bytes a later piece of the same row overwrites.
+    Each piece is copied as columns of 8, 4, 2 and 1-byte numbers. Pieces are written left to right,
+    and a small piece's word is written whole where it stays in its row: the bytes past the piece
+    are overwritten by the pieces after it.
     """
     sizes = [_fixed_size(p) or 0 for p in run]
     width = sum(sizes)
     matrix = np.empty((n, width), dtype=np.uint8)
 
-    def lane(at: int) -> np.ndarray:
-        return np.ndarray((n,), _U64, matrix, at, (width,))
+    def column(at: int, dtype: type) -> np.ndarray:
+        return np.ndarray((n,), dtype, matrix, at, (width,))
 
     at = 0
     for p, size in zip(run, sizes, strict=True):
@@ -59,18 +72,14 @@ def _fixed_run(run: list[_Piece], n: int) -> _Chunk:
                 if word is None or size <= start:
                     continue
                 if at + start + 8 <= width:
-                    lane(at + start)[:] = word
-                else:
-                    take = size - start
-                    matrix[:, at + start : at + size] = np.ascontiguousarray(word).view(np.uint8).reshape(n, 8)[:, :take]
-        elif size:
+                    column(at + start, _U64)[:] = word
+                    continue
+                for offset, dtype in _parts(min(size - start, 8)):
+                    column(at + start + offset, dtype)[:] = word >> _U64(8 * offset) if offset else word
+        else:
             first = int(p.offsets[0])
-            for start in range(0, size - 7, 8):
-                lane(at + start)[:] = np.ndarray((n,), _U64, p.data, first + start, (size,))
-            rest = size % 8
-            if rest:
-                tail = np.frombuffer(p.data, np.uint8, n * size, first).reshape(n, size)[:, size - rest :]
-                matrix[:, at + size - rest : at + size] = tail
+            for offset, dtype in _parts(size):
+                column(at + offset, dtype)[:] = np.ndarray((n,), dtype, p.data, first + offset, (size,))
         at += size
     return _Chunk(np.arange(n + 1, dtype=np.int64) * width, pa.py_buffer(matrix), size=width)
 
