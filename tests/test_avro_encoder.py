@@ -10,10 +10,15 @@ from __future__ import annotations
 import datetime
 import decimal
 import io
+import json
+import os
 import struct
+import subprocess
+import sys
 import time
 import warnings
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 from unittest import mock
 
@@ -508,6 +513,33 @@ def test_empty_batch_and_empty_record():
     assert avro_data_block_content(encoded) == struct.pack(">ii", 3, 0)
     no_fields = {"type": "record", "name": "r", "fields": []}
     assert_same_as_fastavro(pa.RecordBatch.from_pydict({"a": [1, 2, 3]}), no_fields)
+
+
+ENCODE_IN_A_FRESH_PROCESS = """
+import json, sys
+import pyarrow as pa
+from ingest.hudi.avro.avro_encoder import avro_data_block_content, encode_batch
+batch = pa.ipc.open_file(sys.argv[1]).read_all()
+print(avro_data_block_content(encode_batch(batch, json.loads(sys.argv[2]))).hex())
+print("pandas" in sys.modules)
+"""
+
+
+def test_encoding_does_not_import_pandas(tmp_path):
+    """The encoder builds its Arrow values from buffers, never from Python objects (pyarrow imports
+    pandas for those: a third of a second in a fresh Spark worker). The content is still what
+    `HoodieAvroDataBlock.serializeRecords` writes: version, count, then each record's length and bytes."""
+    batch = pa.RecordBatch.from_pydict({"s": ["a", None, "ccc"], "n": [1, -2, None], "k": ["x1", "x2", "x3"]})
+    schema = arrow_to_avro(batch.schema, "r")
+    with pa.OSFile(str(tmp_path / "batch.arrow"), "wb") as sink, pa.ipc.new_file(sink, batch.schema) as writer:
+        writer.write_batch(batch)
+    root = str(Path(avro_encoder.__file__).resolve().parents[3])  # the ingest package under test
+    env = {**os.environ, "PYTHONPATH": root}
+    done = subprocess.run([sys.executable, "-c", ENCODE_IN_A_FRESH_PROCESS, str(tmp_path / "batch.arrow"), json.dumps(schema)],
+                          env=env, cwd=root, capture_output=True, text=True, timeout=120, check=True)
+    content, pandas_imported = done.stdout.split()
+    assert bytes.fromhex(content) == reference_block_content(reference_records(batch, schema))
+    assert pandas_imported == "False"
 
 
 def test_named_type_references():

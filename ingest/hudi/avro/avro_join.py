@@ -14,6 +14,12 @@ from ingest.errors import BadRecordError
 from ingest.hudi.avro.avro_pieces import _INLINE, _U64, _Chunk, _coalesce, _fixed_size, _Piece, _Small
 
 _INT32_MAX = 2**31 - 1
+# The join's empty separator, built from buffers: pa.scalar(b"") would import pandas on first use
+# (pyarrow looks for pandas objects among Python values), a third of a second in a fresh process.
+_EMPTY = {
+    large: pa.Array.from_buffers(kind, 1, [None, pa.py_buffer(np.zeros(2, dtype=offsets)), pa.py_buffer(b"")])[0]
+    for large, kind, offsets in ((False, pa.binary(), np.int32), (True, pa.large_binary(), np.int64))
+}
 # Joins of more bytes than this use 64-bit offsets (large_binary).
 _BINARY_LIMIT = _INT32_MAX
 
@@ -158,7 +164,7 @@ def _join(pieces: list[_Piece], n: int, *, framed: bool = False) -> tuple[np.nda
         only = chunks[0]
         return only.offsets.astype(np.int64, copy=False), only.data
     arrays = [_chunk_array(c, n, large) for c in chunks]
-    separator = pa.scalar(b"", pa.large_binary() if large else pa.binary())
+    separator = _EMPTY[large]
     joined = pc.binary_join_element_wise(*arrays, separator, null_handling="replace", null_replacement=b"")
     offsets = np.frombuffer(joined.buffers()[1], np.int64 if large else np.int32, n + 1)
     return offsets.astype(np.int64), joined.buffers()[2]
