@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 from fastavro.write import LOGICAL_WRITERS
 
 from ingest.errors import BadRecordError, SchemaEvolutionError
-from ingest.hudi.avro.avro_join import _join, _length_prefix
+from ingest.hudi.avro.avro_join import OUTPUT_POOL, _join, _length_prefix
 from ingest.hudi.avro.avro_pieces import (
     _U64,
     _bit_length,
@@ -145,7 +145,7 @@ def _and(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
 
 def _normalize(arr: Any) -> pa.Array:
     if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+        arr = arr.combine_chunks(memory_pool=OUTPUT_POOL) if arr.num_chunks != 1 else arr.chunk(0)
     t = arr.type
     if pa.types.is_dictionary(t):
         return _normalize(arr.dictionary_decode())
