@@ -4,8 +4,9 @@ Readers lean on three parts of a base file beyond its rows: the footer key/value
 `HoodieAvroWriteSupport` adds (the Avro writer schema, the min/max record key and the record-key
 bloom filter that the bloom index and key-range pruning read), and a parquet schema in
 parquet-avro's shape, which Hudi's own Avro readers (compaction, merges) project with. pyarrow
-writes the rows; the few places where its schema differs from parquet-avro's are then rewritten in
-the footer (a Thrift structure), which leaves the data pages untouched:
+writes the rows and the key/values; the few places where its schema differs from parquet-avro's are
+then rewritten in the footer (a Thrift structure), which leaves the data pages untouched (without
+lists, only the root element is re-encoded: `footer.rename_root`):
 
 * the root group is named after the Avro record's full name (pyarrow writes `schema`);
 * lists use parquet-avro's default 2-level layout, `repeated <element> array` (Hudi does not set
