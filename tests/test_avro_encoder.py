@@ -10,10 +10,15 @@ from __future__ import annotations
 import datetime
 import decimal
 import io
+import json
+import os
 import struct
+import subprocess
+import sys
 import time
 import warnings
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 from unittest import mock
 
@@ -25,7 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ingest.errors import BadRecordError, SchemaEvolutionError
-from ingest.hudi.avro import avro_encoder
+from ingest.hudi.avro import avro_encoder, avro_join, avro_pieces
 from ingest.hudi.avro.avro_encoder import EncodedRecords, avro_data_block_content, encode_batch
 from ingest.hudi.avro.schema import META_FIELDS, arrow_to_avro, with_meta_fields
 
@@ -280,6 +285,24 @@ def test_decimals_rescaled_and_widened():
     check_column(decimal_array([10**37, -(10**37)], 38, 0), bytes_decimal(40, 2))
 
 
+@pytest.mark.parametrize("size", [1, 2, 7, 8, 9, 12, 15, 16])
+def test_fixed_decimals_at_the_limits_of_their_size(size):
+    """A fixed(size) decimal holds the two's complement values of `size` bytes, sign-filled in front:
+    Avro's `Conversions.DecimalConversion.toFixed` copies the unscaled bytes behind the fill byte, and
+    fails on a value whose bytes do not fit (here BadRecordError; fastavro fails too)."""
+    top = 2 ** (8 * size - 1)
+    digits = len(str(top - 1)) - 1  # every value of this many digits fits
+    fit = [10**digits - 1, -(10**digits - 1), 0, -1, 1, 255 % 10**digits, -(256 % 10**digits)]
+    check_column(decimal_array(fit, digits, 0), fixed_decimal(digits, 0, size=size))
+    if size < 16:
+        # one more digit of scale multiplies by ten: the largest values still fit, the next do not
+        largest, smallest = (top - 1) // 10, -(top // 10)
+        check_column(decimal_array([largest, smallest, 7], digits, 0), fixed_decimal(digits, 1, size=size))
+        for bad in (largest + 1, smallest - 1):
+            with pytest.raises(BadRecordError, match=rf"does not fit in fixed\({size}\)"):
+                encode_batch(*one_column(decimal_array([0, bad], digits, 0), fixed_decimal(digits, 1, size=size)))
+
+
 def test_decimals_of_other_widths():
     big = [10**49 + 7, -(10**49) - 7, 0, 10**60, -1]
     values = [decimal.Decimal((int(u < 0), tuple(int(d) for d in str(abs(u))), -10)) for u in big]
@@ -411,7 +434,7 @@ def test_tables_slices_and_row_slices(monkeypatch):
 
 def test_64_bit_offsets(monkeypatch):
     # joins past 2 GiB switch to large_binary; force that path on small data
-    monkeypatch.setattr(avro_encoder, "_BINARY_LIMIT", 0)
+    monkeypatch.setattr(avro_join, "_BINARY_LIMIT", 0)
     batch = pa.RecordBatch.from_pydict({
         "s": ["a", None, "ccc"],
         "l": pa.array([[1, 2], None, []], pa.list_(pa.int64())),
@@ -419,6 +442,58 @@ def test_64_bit_offsets(monkeypatch):
         "d": [1.5, None, -0.0],
     })
     assert_same_as_fastavro(batch, arrow_to_avro(batch.schema, "t"))
+
+
+def _fixed_runs_batch() -> tuple[pa.RecordBatch, dict[str, Any]]:
+    n = 7
+    batch = pa.RecordBatch.from_pydict({
+        "t": pa.array(["20240101000000000"] * n),  # 17 bytes: two 8-byte lanes and a tail byte
+        "p": pa.array([f"region-{i % 3}" for i in range(n)]),
+        "f": pa.array([bytes([i, 0xFF, i]) for i in range(n)], pa.binary(3)),
+        "d": pa.array([1.5 * i - 2 for i in range(n)]),
+        "e": pa.array([""] * n),
+        "w": pa.array([decimal.Decimal(f"-{i}1234567890123456789012345678901234567.8") for i in range(n)], pa.decimal256(40, 1)),
+        "v": pa.array(["x" * i for i in range(n)]),  # lengths vary: ends a run
+        "k": pa.array([f"key-{i}" for i in range(n)]),
+        "s": pa.array([None if i % 2 else {"x": f"s{i}"} for i in range(n)], pa.struct([("x", pa.string())])),
+        "l": pa.array([["ab", "cd"][: i % 3] for i in range(n)], pa.list_(pa.string())),
+    })
+    fields = [
+        {"name": "t", "type": "string"},
+        {"name": "p", "type": ["null", "string"]},
+        {"name": "f", "type": {"type": "fixed", "name": "f3", "size": 3}},
+        {"name": "d", "type": "double"},
+        {"name": "e", "type": "string"},
+        {"name": "w", "type": fixed_decimal(40, 1)},
+        {"name": "v", "type": "string"},
+        {"name": "k", "type": "string"},
+        {"name": "s", "type": ["null", {"type": "record", "name": "s", "fields": [{"name": "x", "type": "string"}]}]},
+        {"name": "l", "type": {"type": "array", "items": "string"}},
+    ]
+    return batch, {"type": "record", "name": "r", "fields": fields}
+
+
+def test_fixed_size_runs_are_joined_as_one_piece(monkeypatch):
+    """Neighbouring pieces whose rows all have one length (constant-length strings, fixed, decimals,
+    doubles, branch and length bytes) are copied side by side before the join, and the records stay
+    those of Avro's `GenericDatumWriter.write` through a `BinaryEncoder`, framed as
+    `HoodieAvroDataBlock.serializeRecords` frames them (4-byte length, then the record)."""
+    batch, schema = _fixed_runs_batch()
+    named: dict[str, Any] = {}
+    parsed = fastavro.parse_schema(schema, named)
+    children = {name: batch.column(name) for name in batch.schema.names}
+    pieces = avro_pieces._coalesce(
+        avro_encoder._Encoder(named).record_fields(batch.num_rows, parsed["fields"], None, avro_encoder._Ctx(""), children))
+    runs = avro_join._fixed_runs(pieces, batch.num_rows)
+    # t (with its length byte), p (branch, length, bytes), f, d, e, w and v's length byte: one chunk
+    assert isinstance(runs[0], avro_pieces._Chunk) and runs[0].size == 1 + 17 + 2 + 8 + 3 + 8 + 1 + 17 + 1
+    assert len(runs) < len(pieces)
+    assert_same_as_fastavro(batch, schema)
+    assert_same_as_fastavro(batch.slice(2), schema)
+    monkeypatch.setattr(avro_encoder, "ROWS_PER_SLICE", 3)
+    assert_same_as_fastavro(batch.slice(1), schema)
+    monkeypatch.setattr(avro_join, "_BINARY_LIMIT", 0)
+    assert_same_as_fastavro(batch, schema)
 
 
 @pytest.mark.parametrize("dtype", [
@@ -438,6 +513,33 @@ def test_empty_batch_and_empty_record():
     assert avro_data_block_content(encoded) == struct.pack(">ii", 3, 0)
     no_fields = {"type": "record", "name": "r", "fields": []}
     assert_same_as_fastavro(pa.RecordBatch.from_pydict({"a": [1, 2, 3]}), no_fields)
+
+
+ENCODE_IN_A_FRESH_PROCESS = """
+import json, sys
+import pyarrow as pa
+from ingest.hudi.avro.avro_encoder import avro_data_block_content, encode_batch
+batch = pa.ipc.open_file(sys.argv[1]).read_all()
+print(avro_data_block_content(encode_batch(batch, json.loads(sys.argv[2]))).hex())
+print("pandas" in sys.modules)
+"""
+
+
+def test_encoding_does_not_import_pandas(tmp_path):
+    """The encoder builds its Arrow values from buffers, never from Python objects (pyarrow imports
+    pandas for those: a third of a second in a fresh Spark worker). The content is still what
+    `HoodieAvroDataBlock.serializeRecords` writes: version, count, then each record's length and bytes."""
+    batch = pa.RecordBatch.from_pydict({"s": ["a", None, "ccc"], "n": [1, -2, None], "k": ["x1", "x2", "x3"]})
+    schema = arrow_to_avro(batch.schema, "r")
+    with pa.OSFile(str(tmp_path / "batch.arrow"), "wb") as sink, pa.ipc.new_file(sink, batch.schema) as writer:
+        writer.write_batch(batch)
+    root = str(Path(avro_encoder.__file__).resolve().parents[3])  # the ingest package under test
+    env = {**os.environ, "PYTHONPATH": root}
+    done = subprocess.run([sys.executable, "-c", ENCODE_IN_A_FRESH_PROCESS, str(tmp_path / "batch.arrow"), json.dumps(schema)],
+                          env=env, cwd=root, capture_output=True, text=True, timeout=120, check=True)
+    content, pandas_imported = done.stdout.split()
+    assert bytes.fromhex(content) == reference_block_content(reference_records(batch, schema))
+    assert pandas_imported == "False"
 
 
 def test_named_type_references():

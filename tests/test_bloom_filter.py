@@ -192,7 +192,7 @@ def test_parsed_dynamic_filter_keeps_growing_as_hudi_does_after_readfields():
     ours.add_all(_keys(30))
     parsed = bf.parse_bloom_filter(ours.to_string(), "DYNAMIC_V0")
     plain = PlainDynamicFilter(ours.vector_size, ours.num_hashes, 20, 0)
-    plain.matrix = [set(np.nonzero(row)[0].tolist()) for row in parsed._rows]
+    plain.matrix = [set(np.nonzero(np.unpackbits(row, bitorder="little"))[0].tolist()) for row in parsed._rows]
     plain.current = parsed.current_count
     more = _keys(45, "more")
     parsed.add_all(more)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 
 import numpy as np
@@ -157,9 +157,9 @@ def slot_keys(session, tasks_count: int) -> tuple[int, ...]:
     return _slot_keys(session, tasks_count)
 
 
-def with_group_slots(table: pa.Table, task_of: dict[tuple[str, str], int], keys: Sequence[int]) -> pa.Table:
-    """`table` with the slot of the task that writes each row's file group (`tasks.balanced`); rows of
-    no file group (segment names) go to the first task."""
+def with_group_slots(table: pa.Table, task_of: Callable[[str | None, str], int], keys: Sequence[int]) -> pa.Table:
+    """`table` with the slot of the task that writes each row's file group (`task_of(partition, file
+    id)`, as `tasks.write_task` decides)."""
     if not table.num_rows:
         return table.append_column(SLOT, pa.array([], pa.int32()))
     partitions = table.column(pcb.PARTITION).combine_chunks().dictionary_encode(null_encoding="encode")
@@ -169,7 +169,7 @@ def with_group_slots(table: pa.Table, task_of: dict[tuple[str, str], int], keys:
              + file_ids.indices.to_numpy(zero_copy_only=False))
     places, at = np.unique(codes, return_inverse=True)
     names, groups = partitions.dictionary.to_pylist(), file_ids.dictionary.to_pylist()
-    slots = np.array([keys[task_of.get((names[c // width], groups[c % width]), 0)] for c in places.tolist()], np.int32)
+    slots = np.array([keys[task_of(names[c // width], groups[c % width])] for c in places.tolist()], np.int32)
     return table.append_column(SLOT, pa.array(slots[at.reshape(-1)], pa.int32()))
 
 

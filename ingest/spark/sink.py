@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark import AccumulatorParam, StorageLevel, TaskContext
+from pyspark import AccumulatorParam, TaskContext
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
@@ -102,26 +102,29 @@ def _result_batch(result: tasks.TaskResult) -> pa.RecordBatch:
     return pa.RecordBatch.from_pydict({"result": pa.array([payload], pa.string())})
 
 
-PACKED, NEW_KEYS = "_ingest_packed", "_ingest_new_keys"
+PACKED = "_ingest_packed"
 PACKED_SCHEMA = StructType.fromJson({"type": "struct", "fields": [
+    {"name": routing.SLOT, "type": "integer", "nullable": False, "metadata": {}},
     {"name": PACKED, "type": "binary", "nullable": False, "metadata": {}},
-    {"name": NEW_KEYS, "type": "string", "nullable": True, "metadata": {}},
 ]})
 PACKED_BYTES = 64 << 20  # Arrow bytes per packed value, far under Spark's 2 GB per value
 
 
-def _packed(table: pa.Table, told: Mapping[str, Any]) -> Iterator[pa.RecordBatch]:
-    """`table` as Arrow IPC streams, one per value; the first value carries `told` as JSON (the new keys
-    per partition, the rows per file group)."""
-    rows = max(1, PACKED_BYTES * table.num_rows // max(1, table.nbytes))
-    for i, start in enumerate(range(0, max(1, table.num_rows), rows)):
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, table.schema) as stream:
-            stream.write_table(table.slice(start, rows))
-        data = sink.getvalue()  # one binary value over the stream's buffer, not a copy of it
-        offsets = pa.py_buffer(np.array([0, data.size], dtype=np.int32).tobytes())
-        yield pa.RecordBatch.from_pydict({PACKED: pa.Array.from_buffers(pa.binary(), 1, [None, offsets, data]),
-                                          NEW_KEYS: pa.array([json.dumps(told) if i == 0 else None], pa.string())})
+def _packed(table: pa.Table, slots: pa.Array) -> Iterator[pa.RecordBatch]:
+    """`table`'s rows as Arrow IPC streams, a few values per slot: Spark shuffles them by slot as
+    opaque bytes, neither converting the rows into its own nor back into Arrow for the next task."""
+    for slot in pc.unique(slots).to_pylist():
+        rows = table.filter(pc.equal(slots, slot))
+        step = max(1, PACKED_BYTES * rows.num_rows // max(1, rows.nbytes))
+        for start in range(0, rows.num_rows, step):
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, rows.schema) as stream:
+                stream.write_table(rows.slice(start, step))
+            data = sink.getvalue()  # one binary value over the stream's buffer, not a copy of it
+            offsets = pa.py_buffer(np.array([0, data.size], dtype=np.int32).tobytes())
+            yield pa.RecordBatch.from_arrays(
+                [pa.array([slot], pa.int32()), pa.Array.from_buffers(pa.binary(), 1, [None, offsets, data])],
+                names=[routing.SLOT, PACKED])
 
 
 def _unpacked(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:
@@ -338,59 +341,51 @@ class SparkEngine:
         return _parse_results(routed.mapInArrow(measured(write, counters), RESULT_SCHEMA).collect())
 
     def _key_index(self, plan: WritePlan, prepared: PreparedFrame, routed: DataFrame, counters) -> tasks.TaskResult:
+        """One job: shard tasks tag, place and index the batch's keys, then hand each file group's
+        rows to the task writing it, as Arrow IPC values shuffled by slot (one task: no shuffle)."""
         prepare = self._prepare_fn(plan, prepared, counters)
-        session = prepared.df.sparkSession
         arrow_in = to_arrow_schema(prepared.df.schema, timezone="UTC")
         probe = rec.prepare(arrow_in.empty_table(), prepared.options.keygen, ordering_field=prepared.ordering_field,
                             delete_flag_column=prepared.options.delete_flag_column)
         staged_schema = tasks.route(plan, tasks.conform(plan, probe.records)).schema
         tagged_arrow = tasks.tagged_schema(staged_schema, plan)
+        n_tasks = self.parallelism
 
-        def tag(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            table = _table(batches)
-            if table is None:
-                return
-            tagged, counts = tasks.tag(plan, prepare(table, _task()), tagged_arrow)
+        def placed(table: pa.Table, task: TaskIdentity) -> pa.Table:
+            tagged, counts = tasks.tag(plan, prepare(table, task), tagged_arrow)
             counters.add(counts)
-            yield from _packed(tagged, {"new": tasks.insert_counts(tagged), "groups": tasks.group_rows(plan, tagged)})
+            new_keys = tasks.estimated_insert_counts(plan, tagged, n_tasks, task.partition_id)
+            return tasks.place_and_index(plan, tagged, tasks.insert_buckets(plan, new_keys))
 
-        # Kept between the passes as Arrow IPC bytes, a few values per task: Spark then neither
-        # converts the tagged rows into its cache's columns nor back into Arrow for each later step.
-        tagged = routed.mapInArrow(measured(tag, counters), PACKED_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            counts: dict[str, int] = {}
-            seen: list = []
-            for row in tagged.select(NEW_KEYS).where(F.col(NEW_KEYS).isNotNull()).collect():
-                told = json.loads(row[NEW_KEYS])
-                for partition, n in told["new"].items():
-                    counts[partition] = counts.get(partition, 0) + n
-                seen.extend(told["groups"])
-            buckets = tasks.insert_buckets(plan, counts)
-            n_tasks = self.parallelism
-            task_of = tasks.balanced(plan, seen, buckets, n_tasks)
-            keys = routing.slot_keys(session, n_tasks) if n_tasks > 1 else (0,)
-
-            def place(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-                table = _unpacked(batches)
-                if table is not None:
-                    placed = tasks.place_and_index(plan, table, buckets)
-                    yield from routing.with_group_slots(placed, task_of, keys).to_batches()
-
-            def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        if n_tasks == 1:
+            def write_all(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
                 table = _table(batches)
-                if table is None:
-                    return
-                yield _result_batch(tasks.write_groups(plan, routing.without_slot(table), _task()))
+                if table is not None:
+                    task = _task()
+                    yield _result_batch(tasks.write_groups(plan, placed(table, task), task))
 
-            slotted = tagged_arrow.append(pa.field(routing.SLOT, pa.int32()))
-            placed = tagged.select(PACKED).mapInArrow(measured(place, counters), from_arrow_schema(slotted))
-            # Each file group to the task `balanced` chose for it: a hash of the group could leave one
-            # task most of the rewriting while the other idles.
-            groups = placed.coalesce(1) if n_tasks == 1 else placed.repartition(n_tasks, routing.SLOT)
-            written = _parse_results(groups.mapInArrow(measured(write, counters), RESULT_SCHEMA).collect())
-        finally:
-            tagged.unpersist()
-        return tasks.TaskResult(written.stats, written.segments, {})
+            return _parse_results(routed.mapInArrow(measured(write_all, counters), RESULT_SCHEMA).collect())
+
+        task_of = tasks.write_tasks(plan, n_tasks)
+        keys = routing.slot_keys(prepared.df.sparkSession, n_tasks)
+
+        def write_task(partition: str | None, file_id: str) -> int:
+            return tasks.write_task(task_of, n_tasks, partition, file_id)
+
+        def tag_and_place(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            table = _table(batches)
+            if table is not None:
+                rows = routing.with_group_slots(placed(table, _task()), write_task, keys)
+                yield from _packed(rows.drop_columns([routing.SLOT]), rows.column(routing.SLOT))
+
+        def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            table = _unpacked(batches)
+            if table is not None:
+                yield _result_batch(tasks.write_groups(plan, table, _task()))
+
+        packed = routed.mapInArrow(measured(tag_and_place, counters), PACKED_SCHEMA)
+        groups = packed.repartition(n_tasks, routing.SLOT)
+        return _parse_results(groups.mapInArrow(measured(write, counters), RESULT_SCHEMA).collect())
 
 
 SMALL_BATCH_ROWS = 20_000

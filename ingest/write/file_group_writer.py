@@ -44,8 +44,7 @@ from ingest.hudi.parquet.base_file import (
     BaseFileOptions,
     encode_base_file,
     merged_bloom_filter,
-    read_base_file,
-    read_footer,
+    read_base_file_and_footer,
 )
 from ingest.hudi.table import markers
 from ingest.hudi.table.file_names import BaseFileName, LogFileName, make_write_token
@@ -120,7 +119,7 @@ class WriteContext:
 
 
 def with_meta_columns(upserts: pa.Table, instant: str, partition_id: int, file_names: Sequence[str],
-                      group_sizes: Sequence[int], *, log_records: bool) -> pa.Table:
+                      group_sizes: Sequence[int], *, log_records: bool, numbers: np.ndarray | None = None) -> pa.Table:
     """Fill the five `_hoodie_*` columns as Hudi's write handles do, for rows of consecutive groups.
 
     Rows come group after group (`group_sizes`); each group is one file group and carries its file
@@ -128,10 +127,13 @@ def with_meta_columns(upserts: pa.Table, instant: str, partition_id: int, file_n
     In a base file `n` counts the file's records from 0 (the parquet writer's written-record count);
     in log files it is `HoodieAppendHandle`'s JVM-wide `RECORD_COUNTER`, which starts at 1 and is not
     reset between file groups: here it runs across the task's log records, as in a fresh executor.
+    `numbers`: each row's `n` where the caller placed the rows itself (a merge).
     """
     n = upserts.num_rows
     sizes = np.asarray(group_sizes, dtype=np.int64)
-    if log_records:
+    if numbers is not None:
+        counter = numbers
+    elif log_records:
         counter = np.arange(1, n + 1, dtype=np.int64)
     else:
         counter = np.arange(n, dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes)
@@ -324,27 +326,28 @@ def _merge_base_file(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Tab
     name = BaseFileName(target.file_id, task.write_token, ctx.instant).name
     path = target.path(name)
     schema = avro.avro_to_arrow(ctx.writer_schema)
-    old = read_base_file(ctx.storage, target.path(target.base_file), schema=schema)
+    # `_hoodie_file_name` is this file's for every row: the old file's is not read.
+    kept = pa.schema([f for f in schema if f.name != avro.FILE_NAME])
+    old, footer = read_base_file_and_footer(ctx.storage, target.path(target.base_file), schema=kept)
     new_keys = upserts.column(KEY).combine_chunks().cast(pa.string())
     order, inserted = merge_order(old.column(avro.RECORD_KEY).combine_chunks(), new_keys,
                                   deletes.column(KEY).combine_chunks().cast(pa.string()))
+    written = np.flatnonzero(order >= old.num_rows)
+    place = np.zeros(upserts.num_rows, dtype=np.int64)  # each incoming row's place in the file: its seqno
+    place[order[written] - old.num_rows] = written
     new = with_meta_columns(upserts, ctx.instant, task.partition_id, [name], [upserts.num_rows],
-                            log_records=False)
+                            log_records=False, numbers=place)
     new = pa.Table.from_arrays([new.column(f.name).cast(f.type) if f.name in new.column_names
-                                else pa.nulls(new.num_rows, f.type) for f in schema], schema=schema)
+                                else pa.nulls(new.num_rows, f.type) for f in kept], schema=kept)
     rows = pa.concat_tables([old, new]).take(pa.array(order))
-    written = order >= old.num_rows
-    numbered = pc.replace_with_mask(rows.column(avro.COMMIT_SEQNO).combine_chunks(), pa.array(written),
-                                    seqnos(ctx.instant, task.partition_id, np.flatnonzero(written)))
-    rows = rows.set_column(rows.schema.get_field_index(avro.COMMIT_SEQNO), avro.COMMIT_SEQNO, numbered)
-    rows = rows.set_column(rows.schema.get_field_index(avro.FILE_NAME), avro.FILE_NAME, pa.DictionaryArray.from_arrays(
-        pa.array(np.zeros(rows.num_rows, np.int32)), pa.array([name])).cast(pa.string()))
+    rows = rows.add_column(schema.get_field_index(avro.FILE_NAME), schema.field(avro.FILE_NAME),
+                           pa.DictionaryArray.from_arrays(pa.array(np.zeros(rows.num_rows, np.int32)),
+                                                          pa.array([name])).cast(pa.string()))
     deleted = old.num_rows - (len(order) - inserted)
     filt = None
     if not deleted:  # every old key stays: the old filter holds them, only the added keys need hashing
         added = new_keys.take(pa.array(order[len(order) - inserted:] - old.num_rows))
-        filt = merged_bloom_filter(read_footer(ctx.storage, target.path(target.base_file)),
-                                   ctx.base_file_options, added)
+        filt = merged_bloom_filter(footer, ctx.base_file_options, added)
     data, _ = encode_base_file(rows, ctx.writer_schema, ctx.base_file_options, path=path, bloom_filter=filt)
     markers.create(ctx.storage, ctx.instant, target.partition_path, name, markers.IOType.MERGE)
     if not ctx.storage.create(path, data):

@@ -7,18 +7,20 @@ locally.
 Bucket index: records are routed by (partition, bucket), and one task does everything for a bucket:
 pre-combine, look up the key state, drop stale versions, write the file group, write the state.
 
-Key index: a first pass, routed by key shard, pre-combines and resolves against the shard's state
-and tags each record (`tag`). The driver then places new keys as Hudi's upsert partitioner does for
-an index that cannot index log files (`insert_buckets`: the plan's small base files, then new file
-groups), and a second pass, routed by file group, writes them (`write_groups`: a small file's group
-is rewritten into a new base file), while the tagged records, still grouped by shard, write the
-state (`write_state`). On Spark the state is written on the way to the second pass
-(`place_and_index`), and the names of its segments travel to the file-group writers as rows.
+Key index: a first pass, routed by key shard, pre-combines and resolves against the shard's state,
+tags each record (`tag`), places new keys as Hudi's upsert partitioner does for an index that cannot
+index log files (`insert_buckets`: the plan's small base files, then new file groups) and writes the
+shards' state (`place_and_index`); a second pass, routed by file group, writes them (`write_groups`:
+a small file's group is rewritten into a new base file). Hudi places new keys from the whole batch's
+count per partition; a shard task sees a share of the keys that the hash of the key makes even, so it
+places them from its own count scaled by that share (`estimated_insert_counts`), exact with one task,
+and the two passes run as one Spark job with nothing between them on the driver.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import zlib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -481,68 +483,41 @@ def place_and_index(plan: WritePlan, tagged: pa.Table, buckets: Mapping[str, tup
     return pa.concat_tables([rows, named])
 
 
-def group_rows(plan: WritePlan, tagged: pa.Table) -> list[tuple[str, str, int, int]]:
-    """Per file group this shard task's known rows go to: (partition, file id, rows, keys the shards'
-    state places in that group), for weighing the write tasks' work (`balanced`)."""
-    known = tagged.filter(pc.and_(pc.is_in(tagged.column(KIND), pa.array([UPSERT, DELETE])),
-                                  pc.is_valid(tagged.column(FILE_ID))))
-    counted = known.group_by([pcb.PARTITION, FILE_ID]).aggregate([([], "count_all")])
-    rows = {(r[pcb.PARTITION], r[FILE_ID]): r["count_all"] for r in counted.to_pylist()}
-    held: dict[tuple[str, str], int] = {}
-    if rows:
-        store = plan.key_state()
-        file_ids = pa.array(sorted({f for _, f in rows}), pa.string())
-        for shard in pc.unique(tagged.column(SHARD)).to_pylist():
-            for place, n in _live_keys_per_group(store.load(shard_name(plan, shard), plan.is_visible).table, file_ids):
-                held[place] = held.get(place, 0) + n
-    return [(p, f, n, held.get((p, f), 0)) for (p, f), n in rows.items()]
+def estimated_insert_counts(plan: WritePlan, tagged: pa.Table, tasks_count: int, task: int) -> dict[str, int]:
+    """New keys per partition in the whole batch, as one shard task can know them: its own count
+    scaled by the share of shards it owns (task `i` owns the shards `s % tasks_count == i`). The
+    shard is a hash of the key, so every task holds an even sample of each partition's new keys; with
+    one task the count is exact, and the placement is exactly `UpsertPartitioner.assignInserts`."""
+    owned = len(range(task, plan.shards, tasks_count))
+    if owned == 0:
+        return {}
+    return {p: -(-n * plan.shards // owned) for p, n in insert_counts(tagged).items()}
 
 
-def _live_keys_per_group(state: pa.Table, file_ids: pa.Array) -> Iterable[tuple[tuple[str, str], int]]:
-    """Live keys of a shard's state per (partition, file id) among `file_ids`, counted on the
-    dictionary codes the state holds rather than on its strings."""
-    for batch in state.select([ks.PARTITION, ks.FILE_ID, ks.DELETED]).to_batches():
-        partitions, groups = batch.column(0), batch.column(1)
-        if not isinstance(partitions, pa.DictionaryArray):
-            partitions = partitions.dictionary_encode()
-        if not isinstance(groups, pa.DictionaryArray):
-            groups = groups.dictionary_encode()
-        wanted = np.asarray(pc.is_in(groups.dictionary, value_set=file_ids).to_numpy(zero_copy_only=False), dtype=bool)
-        group_codes = groups.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        live = wanted[group_codes] & ~np.asarray(batch.column(2).to_numpy(zero_copy_only=False), dtype=bool)
-        if not live.any():
-            continue
-        width = len(groups.dictionary)
-        codes = partitions.indices.to_numpy(zero_copy_only=False).astype(np.int64)[live] * width + group_codes[live]
-        places, counts = np.unique(codes, return_counts=True)
-        partition_names, group_names = partitions.dictionary.to_pylist(), groups.dictionary.to_pylist()
-        for code, n in zip(places.tolist(), counts.tolist(), strict=True):
-            yield (partition_names[code // width], group_names[code % width]), n
-
-
-def balanced(plan: WritePlan, groups: Iterable[Sequence], buckets: Mapping[str, tuple[tuple[str, int], ...]],
-             tasks_count: int) -> dict[tuple[str, str], int]:
-    """The write task of each file group, the heaviest first onto the least loaded task.
+def write_tasks(plan: WritePlan, tasks_count: int) -> dict[tuple[str, str], int]:
+    """The write task of each small file, the largest first onto the least loaded task.
 
     Hudi gives every file group a Spark partition of its own (`UpsertPartitioner.getPartition`), so
-    Spark's scheduler evens the work out; here a fixed number of tasks writes them, and a hash of the
-    group can put most of the work in one task. A group's work is its rows, plus the base file's
-    keys where it is rewritten (a small file that takes new keys, `_merges`).
+    Spark's scheduler evens the work out; here a fixed number of tasks writes them, decided before any
+    row is tagged. The heavy work is a small file's rewrite (`HoodieMergeHandle` reads and writes all
+    of its records), known from the plan; every other group goes by a hash of its name (`write_task`).
     """
-    rows: dict[tuple[str, str], int] = {}
-    held: dict[tuple[str, str], int] = {}
-    for partition, file_id, n, keys in groups:
-        rows[(partition, file_id)] = rows.get((partition, file_id), 0) + n
-        held[(partition, file_id)] = held.get((partition, file_id), 0) + keys
-    for partition, placed in buckets.items():
-        small = {f for f, _ in plan.small_files.get(partition, ())}
-        for file_id, n in placed:
-            rows[(partition, file_id)] = rows.get((partition, file_id), 0) + n + (held.get((partition, file_id), 0)
-                                                                                  if file_id in small else 0)
     load = [0] * tasks_count
     out = {}
-    for place, weight in sorted(rows.items(), key=lambda kv: (-kv[1], kv[0])):
+    small = [(size, partition, file_id) for partition, files in plan.small_files.items() for file_id, size in files]
+    for size, partition, file_id in sorted(small, key=lambda s: (-s[0], s[1], s[2])):
         task = min(range(tasks_count), key=lambda t: (load[t], t))
-        out[place] = task
-        load[task] += weight
+        out[(partition, file_id)] = task
+        load[task] += size
     return out
+
+
+def write_task(task_of: Mapping[tuple[str, str], int], tasks_count: int, partition: str | None, file_id: str) -> int:
+    """The task writing a file group: `write_tasks`'s choice, else a hash of the group; rows of no
+    file group (segment names) go to the first task."""
+    if partition is None:
+        return 0
+    chosen = task_of.get((partition, file_id))
+    if chosen is not None:
+        return chosen
+    return zlib.crc32(f"{partition}\x00{file_id}".encode()) % tasks_count

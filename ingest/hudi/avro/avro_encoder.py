@@ -6,7 +6,7 @@ column with numpy (varints, IEEE bytes, decimals, union branches) and lets one A
 exactly what `fastavro.schemaless_writer` writes for row i of `batch.to_pylist(maps_as_pydicts=
 "lossy")`; tests hold the two to the same bytes.
 
-Pieces of a record are of two kinds:
+Pieces of a record (`avro_pieces`; `avro_join` concatenates them) are of two kinds:
 
 * `_Small`: at most 16 bytes per row (branch indexes, varints, numbers, short decimals), held as two
   little-endian uint64 words plus a length, so adjacent small pieces merge with shifts instead of
@@ -36,19 +36,25 @@ import pyarrow.compute as pc
 from fastavro.write import LOGICAL_WRITERS
 
 from ingest.errors import BadRecordError, SchemaEvolutionError
+from ingest.hudi.avro.avro_join import OUTPUT_POOL, _join, _length_prefix
+from ingest.hudi.avro.avro_pieces import (
+    _U64,
+    _bit_length,
+    _Chunk,
+    _const_small,
+    _count_prefix,
+    _long,
+    _Piece,
+    _Small,
+    _unsigned_varint,
+    _with_branch,
+)
 
 __all__ = ["EncodedRecords", "encode_batch", "avro_data_block_content", "AVRO_DATA_BLOCK_VERSION"]
 
 AVRO_DATA_BLOCK_VERSION = 3
-_INT32_MAX = 2**31 - 1
-# Joins of more bytes than this use 64-bit offsets (large_binary).
-_BINARY_LIMIT = _INT32_MAX
-_U64 = np.uint64
-# Bytes an Arrow binary_view keeps inline; small pieces up to this width become Arrow arrays
-# through one C++ cast instead of a numpy compaction.
-_INLINE = 12
 # Rows encoded at a time: numpy's intermediates stay in cache and their memory stays bounded.
-ROWS_PER_SLICE = 65_536
+ROWS_PER_SLICE = 16_384
 
 
 class EncodedRecords:
@@ -95,289 +101,6 @@ class _Unsupported(Exception):
     """The vectorized path does not cover this batch; fastavro encodes it instead."""
 
 
-# -- pieces -------------------------------------------------------------------------------------
-
-
-@dataclass
-class _Small:
-    """Per-row byte strings of at most 16 bytes: bytes 0-7 in `lo`, 8-15 in `hi` (little-endian).
-
-    Bytes past a row's length are zero, so pieces concatenate with shifts and ors.
-    """
-
-    lo: np.ndarray
-    hi: np.ndarray | None
-    length: np.ndarray | int  # per row (small unsigned ints), or one length for every row
-    width: int  # the largest length
-
-
-@dataclass
-class _Chunk:
-    """Per-row byte strings in an Arrow buffer: row i is `data[offsets[i]:offsets[i + 1]]`."""
-
-    offsets: np.ndarray  # int32 or int64, n + 1
-    data: pa.Buffer
-    valid: np.ndarray | None = None  # rows where False contribute no bytes
-
-
-_Piece = _Small | _Chunk
-
-
-def _const_small(n: int, value: bytes) -> _Small:
-    lo = np.full(n, int.from_bytes(value[:8], "little"), dtype=_U64)
-    hi = np.full(n, int.from_bytes(value[8:16], "little"), dtype=_U64) if len(value) > 8 else None
-    return _Small(lo, hi, len(value), len(value))
-
-
-def _shift_left(lo: np.ndarray, hi: np.ndarray | None, bits: np.ndarray | int, wide: bool):
-    """(lo, hi) << bits as 128-bit values; numpy shifts by >= 64 give 0, which the formulas use."""
-    if isinstance(bits, int):
-        if bits == 0:
-            return lo, hi
-        if bits < 64:
-            new_lo = lo << _U64(bits)
-            if not wide:
-                return new_lo, None
-            new_hi = lo >> _U64(64 - bits)
-            if hi is not None:
-                new_hi |= hi << _U64(bits)
-            return new_lo, new_hi
-        return np.zeros_like(lo), (lo << _U64(bits - 64)) if wide else None
-    new_lo = lo << bits
-    if not wide:
-        return new_lo, None
-    new_hi = (lo >> (_U64(64) - bits)) | (lo << (bits - _U64(64)))
-    if hi is not None:
-        new_hi |= hi << bits
-    return new_lo, new_hi
-
-
-def _concat_small(a: _Small, b: _Small) -> _Small:
-    width = a.width + b.width
-    wide = width > 8
-    bits = 8 * a.length if isinstance(a.length, int) else a.length.astype(_U64) * _U64(8)
-    lo, hi = _shift_left(b.lo, b.hi, bits, wide)
-    lo = a.lo | lo
-    if wide:
-        if hi is None:
-            hi = np.zeros_like(lo)
-        if a.hi is not None:
-            hi = a.hi | hi
-    return _Small(lo, hi, a.length + b.length, width)
-
-
-def _mask_small(s: _Small, valid: np.ndarray) -> _Small:
-    """Rows where `valid` is False become empty."""
-    length = np.where(valid, s.length, 0)
-    lo = np.where(valid, s.lo, _U64(0))
-    hi = None if s.hi is None else np.where(valid, s.hi, _U64(0))
-    return _Small(lo, hi, length, s.width)
-
-
-def _mask_pieces(pieces: list[_Piece], valid: np.ndarray) -> list[_Piece]:
-    out: list[_Piece] = []
-    for p in pieces:
-        if isinstance(p, _Small):
-            out.append(_mask_small(p, valid))
-        else:
-            out.append(_Chunk(p.offsets, p.data, valid if p.valid is None else (p.valid & valid)))
-    return out
-
-
-def _with_branch(pieces: list[_Piece], valid: np.ndarray, value_byte: int, null_byte: int) -> list[_Piece]:
-    """A nullable union's pieces: the branch byte, then the value's pieces where `valid`."""
-    first = pieces[0] if pieces else None
-    if not isinstance(first, _Small) or first.width >= 16:
-        branch = np.where(valid, _U64(value_byte), _U64(null_byte))
-        return [_Small(branch, None, 1, 1), *_mask_pieces(pieces, valid)]
-    merged = _concat_small(_Small(_U64(value_byte), None, 1, 1), first)
-    lo = np.where(valid, merged.lo, _U64(null_byte))
-    hi = None if merged.hi is None else np.where(valid, merged.hi, _U64(0))
-    length = np.where(valid, merged.length, np.uint8(1))
-    return [_Small(lo, hi, length, merged.width), *_mask_pieces(pieces[1:], valid)]
-
-
-def _coalesce(pieces: list[_Piece]) -> list[_Piece]:
-    """Merge neighbouring small pieces while they stay cheap to turn into Arrow arrays."""
-    out: list[_Piece] = []
-    for p in pieces:
-        prev = out[-1] if out else None
-        if isinstance(p, _Small) and isinstance(prev, _Small):
-            fixed = isinstance(prev.length, int) and isinstance(p.length, int)
-            if prev.width + p.width <= (16 if fixed else _INLINE):
-                out[-1] = _concat_small(prev, p)
-                continue
-        out.append(p)
-    return out
-
-
-def _small_to_chunk(s: _Small, n: int) -> _Chunk:
-    if isinstance(s.length, int):
-        w = s.length
-        words = s.lo if s.hi is None or w <= 8 else np.stack([s.lo, s.hi], axis=1)
-        matrix = np.ascontiguousarray(words).view(np.uint8).reshape(n, -1)
-        data = matrix if matrix.shape[1] == w else np.ascontiguousarray(matrix[:, :w])
-        return _Chunk(np.arange(n + 1, dtype=np.int64) * w, pa.py_buffer(data))
-    if s.width <= _INLINE:
-        # An inline binary_view is a 4-byte length then up to 12 data bytes; Arrow's cast to
-        # binary then does the compaction in C++.
-        views = np.empty((n, 4), dtype=np.uint32)
-        views[:, 0] = s.length
-        views[:, 1:3] = s.lo.view(np.uint32).reshape(n, 2)
-        views[:, 3] = 0 if s.hi is None else s.hi.view(np.uint32).reshape(n, 2)[:, 0]
-        arr = pa.Array.from_buffers(pa.binary_view(), n, [None, pa.py_buffer(views)]).cast(pa.binary())
-        return _Chunk(np.frombuffer(arr.buffers()[1], np.int32, n + 1), arr.buffers()[2])
-    words = np.stack([s.lo, s.hi if s.hi is not None else np.zeros_like(s.lo)], axis=1)
-    matrix = words.view(np.uint8).reshape(n, 16)
-    lengths = s.length
-    data = matrix[np.arange(16, dtype=np.int64)[None, :] < lengths[:, None]]
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    return _Chunk(offsets, pa.py_buffer(data))
-
-
-def _piece_nbytes(p: _Piece) -> int:
-    if isinstance(p, _Small):
-        return p.length * len(p.lo) if isinstance(p.length, int) else int(p.length.sum())
-    return int(p.offsets[-1]) - int(p.offsets[0]) if len(p.offsets) else 0
-
-
-def _chunk_array(c: _Chunk, n: int, large: bool) -> pa.Array:
-    offsets, data = c.offsets, c.data
-    if large:
-        offsets = offsets.astype(np.int64, copy=False)
-    elif offsets.dtype != np.int32:
-        base = int(offsets[0])
-        if base:
-            offsets = offsets - base
-            data = data.slice(base)
-        offsets = offsets.astype(np.int32)
-    validity = None if c.valid is None else pa.py_buffer(np.packbits(c.valid, bitorder="little"))
-    kind = pa.large_binary() if large else pa.binary()
-    return pa.Array.from_buffers(kind, n, [validity, pa.py_buffer(offsets), data])
-
-
-def _row_lengths(pieces: list[_Piece], n: int) -> np.ndarray:
-    lengths = np.zeros(n, dtype=np.int64)
-    for p in pieces:
-        if isinstance(p, _Small):
-            lengths += p.length
-        else:
-            piece = np.diff(p.offsets)
-            lengths += piece if p.valid is None else piece * p.valid
-    return lengths
-
-
-def _length_prefix(lengths: np.ndarray) -> _Small:
-    """4-byte big-endian lengths, as AVRO_DATA content puts before each record."""
-    if len(lengths) and int(lengths.max()) > _INT32_MAX:
-        raise BadRecordError("an encoded record exceeds 2 GiB")
-    return _Small(lengths.astype(">u4").view(np.uint32).astype(_U64), None, 4, 4)
-
-
-def _join(pieces: list[_Piece], n: int, *, framed: bool = False) -> tuple[np.ndarray, pa.Buffer]:
-    """Concatenate the pieces row by row: (int64 offsets, data).
-
-    With `framed`, each row is preceded by its length as AVRO_DATA frames records.
-    """
-    pieces = _coalesce(pieces)
-    if framed:
-        pieces = _coalesce([_length_prefix(_row_lengths(pieces, n)), *pieces])
-    if not pieces or n == 0:
-        return np.zeros(n + 1, dtype=np.int64), pa.py_buffer(b"")
-    total = sum(_piece_nbytes(p) for p in pieces)
-    large = total > _BINARY_LIMIT
-    chunks = [_small_to_chunk(p, n) if isinstance(p, _Small) else p for p in pieces]
-    if len(chunks) == 1 and chunks[0].valid is None and int(chunks[0].offsets[0]) == 0:
-        only = chunks[0]
-        return only.offsets.astype(np.int64, copy=False), only.data
-    arrays = [_chunk_array(c, n, large) for c in chunks]
-    separator = pa.scalar(b"", pa.large_binary() if large else pa.binary())
-    joined = pc.binary_join_element_wise(*arrays, separator, null_handling="replace", null_replacement=b"")
-    offsets = np.frombuffer(joined.buffers()[1], np.int64 if large else np.int32, n + 1)
-    return offsets.astype(np.int64), joined.buffers()[2]
-
-
-# -- numbers ------------------------------------------------------------------------------------
-
-
-def _bit_length(z: np.ndarray) -> np.ndarray:
-    """Bit length of uint64 values (float exponent, corrected where rounding went up)."""
-    e = np.frexp(z.astype(np.float64))[1].astype(np.int64)
-    shift = np.maximum(e - 1, 0).astype(_U64)
-    e -= (z >> shift) == 0
-    return np.maximum(e, 0)
-
-
-def _varint_len(value: int) -> int:
-    return max(1, (int(value).bit_length() + 6) // 7)
-
-
-# 0x80 in byte j for every j below k - 1: the continuation bits of a k-byte varint's first 8 bytes.
-_CONTINUATION = np.array(
-    [sum(0x80 << (8 * j) for j in range(min(k - 1, 8))) for k in range(11)], dtype=_U64
-)
-
-
-def _varint(z: np.ndarray) -> _Small:
-    """Avro varints of unsigned (already zigzagged) values."""
-    z = z.astype(_U64, copy=False)
-    if not len(z):
-        return _Small(z, None, 1, 1)
-    widest = _varint_len(z.max())
-    if widest == 1:
-        return _Small(z, None, 1, 1)
-    narrowest = _varint_len(z.min())
-    length: np.ndarray | int
-    if narrowest == widest:
-        length = widest
-    else:
-        length = np.full(len(z), narrowest, dtype=np.uint8)
-        for k in range(narrowest, widest):
-            length += z >= _U64(1 << (7 * k))
-    # Spread 7-bit groups into byte lanes: 28-bit halves, then 14-bit quarters, then 7-bit eighths.
-    x = z & _U64((1 << 56) - 1) if widest > 8 else z.copy()
-    for keep, move, bits, needed in (
-        (0x000000000FFFFFFF, 0x00FFFFFFF0000000, 4, 4),
-        (0x00003FFF00003FFF, 0x0FFFC0000FFFC000, 2, 2),
-        (0x007F007F007F007F, 0x3F803F803F803F80, 1, 1),
-    ):
-        if widest > needed:
-            t = x & _U64(move)
-            x &= _U64(keep)
-            t <<= _U64(bits)
-            x |= t
-    x |= _CONTINUATION[length] if isinstance(length, np.ndarray) else _CONTINUATION[length]
-    hi = None
-    if widest > 8:
-        top = z >> _U64(56)
-        hi = (top & _U64(0x7F)) | ((top >> _U64(7)) << _U64(8))
-        hi |= np.where(np.asarray(length) == 10, _U64(0x80), _U64(0))
-    return _Small(x, hi, length, widest)
-
-
-def _unsigned_varint(v: np.ndarray) -> _Small:
-    """Varints of non-negative values (lengths, counts): zigzag is a doubling."""
-    return _varint(v.astype(_U64) << _U64(1))
-
-
-def _zigzag(v: np.ndarray) -> np.ndarray:
-    v = v.astype(np.int64, copy=False)
-    return ((v << 1) ^ (v >> 63)).view(_U64)
-
-
-def _long(v: np.ndarray) -> _Small:
-    return _varint(_zigzag(v))
-
-
-def _count_prefix(counts: np.ndarray) -> _Small:
-    """Block count of an array or map: the varint count, omitted when the block list is empty."""
-    s = _unsigned_varint(counts)
-    if (counts == 0).any():
-        s = _mask_small(s, counts != 0)
-    return s
-
-
 # -- Arrow access -------------------------------------------------------------------------------
 
 
@@ -422,7 +145,7 @@ def _and(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
 
 def _normalize(arr: Any) -> pa.Array:
     if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+        arr = arr.combine_chunks(memory_pool=OUTPUT_POOL) if arr.num_chunks != 1 else arr.chunk(0)
     t = arr.type
     if pa.types.is_dictionary(t):
         return _normalize(arr.dictionary_decode())
@@ -702,12 +425,14 @@ class _Encoder:
 
     def length_prefixed(self, arr: pa.Array) -> list[_Piece]:
         offsets = _offsets(arr)
-        return [_unsigned_varint(np.diff(offsets)), _Chunk(offsets, _data_buffer(arr))]
+        lengths = np.diff(offsets)
+        size = int(lengths[0]) if len(lengths) and lengths.min() == lengths.max() else None
+        return [_unsigned_varint(lengths), _Chunk(offsets, _data_buffer(arr), size=size)]
 
     def fixed_chunk(self, arr: pa.Array, size: int) -> _Chunk:
         n = len(arr)
         offsets = (np.arange(n + 1, dtype=np.int64) + arr.offset) * size
-        return _Chunk(offsets, arr.buffers()[1])
+        return _Chunk(offsets, arr.buffers()[1], size=size)
 
     def decimal_matrix(self, arr: pa.Array, schema: dict[str, Any], present: np.ndarray | None, ctx: _Ctx) -> np.ndarray:
         """Big-endian two's complement of the unscaled values at the schema's scale, one row each.
@@ -740,6 +465,8 @@ class _Encoder:
         size = int(schema["size"])
         be = self.decimal_matrix(arr, schema, present, ctx)
         n, width = be.shape
+        if width == 16 and size <= 16:
+            return [self.fixed_decimal128(be[:, ::-1], size, present, ctx)]
         sign = np.where(be[:, 0] >= 0x80, np.uint8(0xFF), np.uint8(0))
         if size < width:
             extra = be[:, : width - size]
@@ -754,7 +481,29 @@ class _Encoder:
             words = padded.view(_U64)
             return [_Small(np.ascontiguousarray(words[:, 0]), np.ascontiguousarray(words[:, 1]) if size > 8 else None, size, size)]
         data = np.ascontiguousarray(be)
-        return [_Chunk(np.arange(n + 1, dtype=np.int64) * size, pa.py_buffer(data))]
+        return [_Chunk(np.arange(n + 1, dtype=np.int64) * size, pa.py_buffer(data), size=size)]
+
+    def fixed_decimal128(self, le: np.ndarray, size: int, present: np.ndarray | None, ctx: _Ctx) -> _Small:
+        """The last `size` big-endian bytes of 128-bit values (given little-endian, one row each),
+        computed on their two 64-bit halves rather than byte by byte."""
+        halves = np.ascontiguousarray(le).view(np.int64)
+        lo, hi = halves[:, 0], halves[:, 1]
+        kept = hi if size > 8 else lo  # the half holding the top kept byte
+        bits = 8 * (size - 8 if size > 8 else size)
+        fits = (kept >= -(1 << (bits - 1))) & (kept < 1 << (bits - 1)) if bits < 64 else np.ones(len(lo), dtype=bool)
+        if size <= 8:
+            fits &= hi == (lo >> 63)
+        _check(~fits, present, ctx, f"decimal value does not fit in fixed({size})")
+        first, second = lo.view(_U64).byteswap(), None
+        if size > 8:
+            first, second = hi.view(_U64).byteswap(), first
+        shift = _U64(8 * (8 - size if size <= 8 else 16 - size))
+        if second is None:
+            return _Small(first >> shift, None, size, size)
+        if shift:
+            first = (first >> shift) | (second << (_U64(64) - shift))
+            second = second >> shift
+        return _Small(first, second, size, size)
 
     def bytes_decimal(self, arr: pa.Array, schema: dict[str, Any], present: np.ndarray | None, ctx: _Ctx) -> list[_Piece]:
         be = self.decimal_matrix(arr, schema, present, ctx)

@@ -4,8 +4,9 @@ Readers lean on three parts of a base file beyond its rows: the footer key/value
 `HoodieAvroWriteSupport` adds (the Avro writer schema, the min/max record key and the record-key
 bloom filter that the bloom index and key-range pruning read), and a parquet schema in
 parquet-avro's shape, which Hudi's own Avro readers (compaction, merges) project with. pyarrow
-writes the rows; the few places where its schema differs from parquet-avro's are then rewritten in
-the footer (a Thrift structure), which leaves the data pages untouched:
+writes the rows and the key/values; the few places where its schema differs from parquet-avro's are
+then rewritten in the footer (a Thrift structure), which leaves the data pages untouched (without
+lists, only the root element is re-encoded: `footer.rename_root`):
 
 * the root group is named after the Avro record's full name (pyarrow writes `schema`);
 * lists use parquet-avro's default 2-level layout, `repeated <element> array` (Hudi does not set
@@ -23,11 +24,11 @@ facts; and the data pages' byte layout (encodings, page boundaries, compression)
 
 from __future__ import annotations
 
-import io
 import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -35,7 +36,7 @@ import pyarrow.parquet as pq
 from ingest.errors import BadRecordError, IngestError, SchemaEvolutionError
 from ingest.hudi.avro.schema import META_FIELDS, RECORD_KEY, AvroSchema, avro_to_arrow, parse, to_json
 from ingest.hudi.parquet import bloom_filter as bloom
-from ingest.hudi.parquet.footer import rewrite_footer
+from ingest.hudi.parquet.footer import rename_root, rewrite_footer
 from ingest.storage import Storage
 
 AVRO_SCHEMA_KEY = "parquet.avro.schema"
@@ -179,7 +180,10 @@ def encode_avro_parquet(table: pa.Table, writer_schema: AvroSchema, options: Bas
                         extra_key_values: Sequence[tuple[str, str]] = ()) -> bytes:
     """A parquet file of `table` as parquet-avro writes one for `writer_schema` (Hudi's
     `HoodieAvroParquetWriter`): its keys (`parquet.avro.schema`, `writer.model.name`), then `extra_key_values`."""
-    sink = io.BytesIO()
+    key_values = [(AVRO_SCHEMA_KEY, to_json(writer_schema)), (WRITER_MODEL_KEY, "avro"), *extra_key_values]
+    if len({k for k, _ in key_values}) != len(key_values):
+        raise ValueError(f"footer keys repeat: {[k for k, _ in key_values]}")
+    sink = pa.BufferOutputStream()
     rows_per_group = _rows_per_group(table, options.row_group_bytes)
     with pq.ParquetWriter(
         sink,
@@ -196,8 +200,20 @@ def encode_avro_parquet(table: pa.Table, writer_schema: AvroSchema, options: Bas
         store_schema=False,  # no ARROW:schema key: the footer holds Hudi's keys only
     ) as writer:
         writer.write_table(table, row_group_size=rows_per_group)
-    key_values = [(AVRO_SCHEMA_KEY, to_json(writer_schema)), (WRITER_MODEL_KEY, "avro"), *extra_key_values]
-    return rewrite_footer(sink.getvalue(), _full_name(writer_schema), key_values, options.old_list_structure)
+        writer.add_key_value_metadata(dict(key_values))  # written in this order, as the rewrite would
+    data = sink.getvalue()
+    if options.old_list_structure and any(_holds_list(f.type) for f in table.schema):
+        return rewrite_footer(data.to_pybytes(), _full_name(writer_schema), key_values, options.old_list_structure)
+    return rename_root(data, _full_name(writer_schema))
+
+
+def _holds_list(dtype: pa.DataType) -> bool:
+    """Whether a list is anywhere in `dtype` (its parquet layout may then need parquet-avro's 2 levels)."""
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype) or pa.types.is_fixed_size_list(dtype):
+        return True
+    if pa.types.is_map(dtype):
+        return _holds_list(dtype.key_type) or _holds_list(dtype.item_type)
+    return pa.types.is_struct(dtype) and any(_holds_list(f.type) for f in dtype)
 
 
 def new_bloom_filter(options: BaseFileOptions) -> bloom.BloomFilter:
@@ -244,7 +260,7 @@ def _java_min_max(keys: pa.ChunkedArray) -> tuple[str | None, str | None]:
     """
     if len(keys) == 0:
         return None, None
-    if not pc.any(pc.match_substring_regex(keys, "[\ue000-\U0010ffff]")).as_py():
+    if not _may_hold_high_chars(keys):
         bounds = pc.min_max(keys)
         return bounds["min"].as_py(), bounds["max"].as_py()
     values = keys.to_pylist()
@@ -253,6 +269,16 @@ def _java_min_max(keys: pa.ChunkedArray) -> tuple[str | None, str | None]:
         return s.encode("utf-16-be", "surrogatepass")
 
     return min(values, key=java_order), max(values, key=java_order)
+
+
+def _may_hold_high_chars(keys: pa.ChunkedArray) -> bool:
+    """Whether a key may hold a character at or above U+E000: its UTF-8 lead byte is 0xEE or more.
+    A scan of the keys' bytes (the whole data buffer of each chunk, a superset of its keys)."""
+    for chunk in keys.chunks:
+        data = chunk.buffers()[2]
+        if data is not None and data.size and np.frombuffer(data, dtype=np.uint8).max() >= 0xEE:
+            return True
+    return False
 
 
 def _conform_to_writer_schema(table: pa.Table, writer_schema: AvroSchema, path: str,
@@ -394,7 +420,10 @@ def read_footer(storage: Storage, path: str) -> BaseFileFooter:
         footer = tail[footer_start - tail_start : -8]
     else:
         footer = storage.read_range(path, footer_start, size - 8)
-    meta = pq.read_metadata(pa.BufferReader(_MAGIC + footer + tail[-8:]))
+    return _footer(pq.read_metadata(pa.BufferReader(_MAGIC + footer + tail[-8:])))
+
+
+def _footer(meta: pq.FileMetaData) -> BaseFileFooter:
     key_values = {k.decode("utf-8"): v.decode("utf-8") for k, v in (meta.metadata or {}).items()}
     return BaseFileFooter(meta.num_rows, meta.schema.to_arrow_schema(), key_values)
 
@@ -409,18 +438,29 @@ def read_base_file(storage: Storage, path: str, columns: Sequence[str] | None = 
     and nested fields an older file lacks come back as nulls. `columns` selects by name.
     """
     with storage.open(path) as f:
-        parquet = pq.ParquetFile(f)
-        file_schema = parquet.schema_arrow
-        if schema is None:
-            avro_text = (parquet.metadata.metadata or {}).get(AVRO_SCHEMA_KEY.encode())
-            schema = avro_to_arrow(parse(avro_text.decode("utf-8"))) if avro_text else file_schema
-        wanted = [f for f in schema if columns is None or f.name in columns]
-        if columns is not None:
-            unknown = [c for c in columns if schema.get_field_index(c) < 0]
-            if unknown:
-                raise SchemaEvolutionError(f"{storage.url(path)}: no column(s) {unknown} in the schema")
-        present = [f.name for f in wanted if file_schema.get_field_index(f.name) >= 0]
-        data = parquet.read(columns=present, use_threads=False)
+        return _rows(pq.ParquetFile(f), storage.url(path), columns, schema)
+
+
+def read_base_file_and_footer(storage: Storage, path: str, columns: Sequence[str] | None = None,
+                              schema: pa.Schema | None = None) -> tuple[pa.Table, BaseFileFooter]:
+    """`read_base_file` and `read_footer` from one read of the whole file, for a caller that needs
+    every row anyway (a merge): parsed from memory, not through many small reads of a file object."""
+    parquet = pq.ParquetFile(pa.BufferReader(storage.read(path)))
+    return _rows(parquet, storage.url(path), columns, schema), _footer(parquet.metadata)
+
+
+def _rows(parquet: pq.ParquetFile, url: str, columns: Sequence[str] | None, schema: pa.Schema | None) -> pa.Table:
+    file_schema = parquet.schema_arrow
+    if schema is None:
+        avro_text = (parquet.metadata.metadata or {}).get(AVRO_SCHEMA_KEY.encode())
+        schema = avro_to_arrow(parse(avro_text.decode("utf-8"))) if avro_text else file_schema
+    wanted = [f for f in schema if columns is None or f.name in columns]
+    if columns is not None:
+        unknown = [c for c in columns if schema.get_field_index(c) < 0]
+        if unknown:
+            raise SchemaEvolutionError(f"{url}: no column(s) {unknown} in the schema")
+    present = [f.name for f in wanted if file_schema.get_field_index(f.name) >= 0]
+    data = parquet.read(columns=present, use_threads=False)
     out = []
     for target in wanted:
         if target.name in present:

@@ -178,7 +178,7 @@ class BloomFilter(ABC):
             positions = _positions(data, offsets, start, stop, self.num_hashes, self.vector_size)
             chunk_rows = rows[start:stop]
             for row in np.unique(chunk_rows):
-                self._rows[row][positions[chunk_rows == row].ravel()] = True
+                _set_bits(self._rows[row], positions[chunk_rows == row].ravel())
 
     def might_contain(self, key: str) -> bool:
         return bool(self.might_contain_all([key])[0])
@@ -192,7 +192,7 @@ class BloomFilter(ABC):
             stop = min(n, start + _CHUNK)
             positions = _positions(data, offsets, start, stop, self.num_hashes, self.vector_size)
             for bits in self._rows:
-                result[start:stop] |= bits[positions].all(axis=1)
+                result[start:stop] |= _bits_at(bits, positions).all(axis=1)
         return result
 
     @abstractmethod
@@ -205,6 +205,8 @@ class BloomFilter(ABC):
 
     # -- internals shared by both kinds ---------------------------------------------------------
 
+    # One packed bit vector (uint8) per row, bit i at `1 << (i % 8)` of byte i // 8: Hadoop's
+    # serialized layout (`InternalBloomFilter.write`), so serializing and parsing copy bytes only.
     _rows: list[np.ndarray]
 
     @abstractmethod
@@ -214,9 +216,24 @@ class BloomFilter(ABC):
     def _header(self) -> bytes:
         return struct.pack(">iibi", _FILTER_VERSION, self.num_hashes, self.hash_type, self.vector_size)
 
-    def _vector_bytes(self, bits: np.ndarray) -> bytes:
-        # Bit i lives in byte i // 8 at value 1 << (i % 8): numpy's little bit order.
-        return np.packbits(bits, bitorder="little").tobytes()
+    def _empty_row(self) -> np.ndarray:
+        return np.zeros((self.vector_size + 7) // 8, dtype=np.uint8)
+
+
+def _set_bits(row: np.ndarray, positions: np.ndarray) -> None:
+    """Set bits `positions` of a packed row (repeats allowed). Many positions are set in an unpacked
+    copy (one pass each way over the row beats `bitwise_or.at` on millions of positions)."""
+    if len(positions) > len(row):
+        bits = np.unpackbits(row, bitorder="little")
+        bits[positions] = 1
+        row[:] = np.packbits(bits, bitorder="little")
+    else:
+        np.bitwise_or.at(row, positions >> 3, np.left_shift(1, positions & 7).astype(np.uint8))
+
+
+def _bits_at(row: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """Whether bits `positions` of a packed row are set."""
+    return ((row[positions >> 3] >> (positions & 7).astype(np.uint8)) & 1).astype(bool)
 
 
 class SimpleBloomFilter(BloomFilter):
@@ -226,7 +243,7 @@ class SimpleBloomFilter(BloomFilter):
 
     def __init__(self, vector_size: int, num_hashes: int, hash_type: int = MURMUR_HASH):
         super().__init__(vector_size, num_hashes, hash_type)
-        self._rows = [np.zeros(vector_size, dtype=bool)]
+        self._rows = [self._empty_row()]
 
     @classmethod
     def create(cls, num_entries: int = DEFAULT_NUM_ENTRIES, fpp: float = DEFAULT_FPP) -> SimpleBloomFilter:
@@ -237,7 +254,7 @@ class SimpleBloomFilter(BloomFilter):
         return np.zeros(count, dtype=np.int32)
 
     def serialize(self) -> bytes:
-        return self._header() + self._vector_bytes(self._rows[0])
+        return self._header() + self._rows[0].tobytes()
 
 
 class DynamicBloomFilter(BloomFilter):
@@ -260,7 +277,7 @@ class DynamicBloomFilter(BloomFilter):
         self.current_count = 0  # keys added since the newest row was created (`currentNbRecord`)
         self._reached_max = False
         self._round_robin = 0  # `curMatrixIndex`
-        self._rows = [np.zeros(vector_size, dtype=bool)]
+        self._rows = [self._empty_row()]
 
     @classmethod
     def create(cls, num_entries: int = DEFAULT_NUM_ENTRIES, fpp: float = DEFAULT_FPP,
@@ -289,7 +306,7 @@ class DynamicBloomFilter(BloomFilter):
                 self.current_count += take
                 done += take
             elif len(self._rows) * self.num_entries < self.max_entries:
-                self._rows.append(np.zeros(self.vector_size, dtype=bool))
+                self._rows.append(self._empty_row())
                 self.current_count = 0
             else:
                 # Hadoop's getActiveStandardBF hands out row 0 when the bound is first hit, then
@@ -307,7 +324,7 @@ class DynamicBloomFilter(BloomFilter):
         ]
         for bits in self._rows:
             parts.append(self._header())
-            parts.append(self._vector_bytes(bits))
+            parts.append(bits.tobytes())
         return b"".join(parts)
 
 
@@ -377,8 +394,12 @@ def _read_header(cursor: _Cursor) -> tuple[int, int, int]:
 
 
 def _read_vector(cursor: _Cursor, vector_size: int) -> np.ndarray:
-    raw = np.frombuffer(cursor.bytes((vector_size + 7) // 8), dtype=np.uint8)
-    return np.unpackbits(raw, bitorder="little")[:vector_size].astype(bool)
+    """A packed row; bits past `vector_size` in its last byte are dropped, as `InternalBloomFilter.readFields`
+    reads only `vectorSize` bits (and `write` pads with zeros)."""
+    row = np.frombuffer(cursor.bytes((vector_size + 7) // 8), dtype=np.uint8).copy()
+    if vector_size % 8:
+        row[-1] &= (1 << (vector_size % 8)) - 1
+    return row
 
 
 def parse_bloom_filter(text: str | bytes, type_code: str | None = None) -> BloomFilter:

@@ -4,6 +4,10 @@ pyarrow writes a base file's rows; what parquet-avro 1.13 (Hudi's Avro write pat
 differently in the footer is changed here, as `ingest.hudi.parquet.base_file` describes: the root
 schema element's name, parquet-avro's 2-level list layout (schema and column paths), and Hudi's
 key/values (`HoodieAvroWriteSupport`). Every other field pyarrow wrote is kept as it was.
+
+`rename_root` is the cheap case: a schema without lists, whose key/values pyarrow already wrote,
+differs in the root's name only, so only the root schema element is re-encoded and the rest of the
+footer is copied as bytes (the full rewrite decodes and re-encodes every column chunk's metadata).
 """
 
 from __future__ import annotations
@@ -268,3 +272,41 @@ def rewrite_footer(data: bytes, root_name: str, key_values: list[tuple[str, str]
     out += struct.pack("<I", len(out) - footer_start)
     out += _MAGIC
     return bytes(out)
+
+
+def _footer_span(data: bytes | memoryview) -> tuple[int, int]:
+    """Where the FileMetaData of a parquet file lies: (start, end) offsets."""
+    if len(data) < 12 or bytes(data[-4:]) != _MAGIC:
+        raise IngestError("not a parquet file (no PAR1 at its end)")
+    (footer_len,) = struct.unpack("<I", data[-8:-4])
+    return len(data) - 8 - footer_len, len(data) - 8
+
+
+def rename_root(data: bytes | memoryview, root_name: str) -> bytes:
+    """The file with its root schema element renamed `root_name`, every other footer byte as it was."""
+    view = memoryview(data)
+    start, end = _footer_span(view)
+    reader = _ThriftReader(bytes(view[start:end]))
+    last = 0
+    while True:  # FileMetaData's fields up to `schema` (only `version` comes before it)
+        header = reader._byte()
+        if header == 0:
+            raise IngestError("parquet footer has no schema")
+        ttype, delta = header & 0x0F, header >> 4
+        last = last + delta if delta else reader._zigzag()
+        if last == _FMD_SCHEMA:
+            break
+        if ttype not in (_T_TRUE, _T_FALSE):
+            reader._value(ttype)
+    count = reader._byte() >> 4
+    if count == 15:
+        reader._varint()
+    root_start = reader.pos
+    root = reader.read_struct()
+    if not count or not root:
+        raise IngestError("parquet footer has an empty schema")
+    renamed = bytearray()
+    _write_struct(renamed, _put(root, _SE_NAME, _T_BINARY, root_name.encode("utf-8")))
+    footer_len = end - start - (reader.pos - root_start) + len(renamed)
+    return b"".join([view[:start + root_start], renamed, view[start + reader.pos:end],
+                     struct.pack("<I", footer_len), _MAGIC])
