@@ -452,7 +452,9 @@ def write_state(plan: WritePlan, tagged: pa.Table) -> TaskResult:
     """Write each shard's state changes (rows still grouped by shard)."""
     store = plan.key_state()
     segments = []
-    for (shard,), group in _groups(tagged, [SHARD]):
+    # Only the columns the state keeps: grouping takes every column it is given.
+    kept = [c for c in (KIND, SHARD, pcb.KEY, pcb.PARTITION, FILE_ID, plan.ordering_field) if c is not None]
+    for (shard,), group in _groups(tagged.select(kept), [SHARD]):
         kinds = group.column(KIND)
         live = group.filter(pc.equal(kinds, UPSERT))
         dead = group.filter(pc.equal(kinds, DEAD))
