@@ -157,11 +157,11 @@ def slot_keys(session, tasks_count: int) -> tuple[int, ...]:
     return _slot_keys(session, tasks_count)
 
 
-def with_group_slots(table: pa.Table, task_of: Callable[[str | None, str], int], keys: Sequence[int]) -> pa.Table:
-    """`table` with the slot of the task that writes each row's file group (`task_of(partition, file
-    id)`, as `tasks.write_task` decides)."""
+def group_slots(table: pa.Table, task_of: Callable[[str | None, str], int], keys: Sequence[int]) -> pa.Array:
+    """The slot of the task that writes each row's file group (`task_of(partition, file id)`, as
+    `tasks.write_task` decides)."""
     if not table.num_rows:
-        return table.append_column(SLOT, pa.array([], pa.int32()))
+        return pa.array([], pa.int32())
     partitions = table.column(pcb.PARTITION).combine_chunks().dictionary_encode(null_encoding="encode")
     file_ids = table.column(tasks.FILE_ID).combine_chunks().dictionary_encode(null_encoding="encode")
     width = len(file_ids.dictionary)
@@ -170,7 +170,7 @@ def with_group_slots(table: pa.Table, task_of: Callable[[str | None, str], int],
     places, at = np.unique(codes, return_inverse=True)
     names, groups = partitions.dictionary.to_pylist(), file_ids.dictionary.to_pylist()
     slots = np.array([keys[task_of(names[c // width], groups[c % width])] for c in places.tolist()], np.int32)
-    return table.append_column(SLOT, pa.array(slots[at.reshape(-1)], pa.int32()))
+    return pa.array(slots[at.reshape(-1)], pa.int32())
 
 
 def _key_columns(spec: KeyGeneratorSpec) -> list[str]:

@@ -16,6 +16,7 @@ written locally from the same data.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections import deque
@@ -354,8 +355,7 @@ class SparkEngine:
         def placed(table: pa.Table, task: TaskIdentity) -> pa.Table:
             tagged, counts = tasks.tag(plan, prepare(table, task), tagged_arrow)
             counters.add(counts)
-            new_keys = tasks.estimated_insert_counts(plan, tagged, n_tasks, task.partition_id)
-            return tasks.place_and_index(plan, tagged, tasks.insert_buckets(plan, new_keys))
+            return tasks.place_in_task(plan, tagged, n_tasks, task.partition_id)
 
         if n_tasks == 1:
             def write_all(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -366,17 +366,14 @@ class SparkEngine:
 
             return _parse_results(routed.mapInArrow(measured(write_all, counters), RESULT_SCHEMA).collect())
 
-        task_of = tasks.write_tasks(plan, n_tasks)
+        write_task = functools.partial(tasks.write_task, tasks.write_tasks(plan, n_tasks), n_tasks)
         keys = routing.slot_keys(prepared.df.sparkSession, n_tasks)
-
-        def write_task(partition: str | None, file_id: str) -> int:
-            return tasks.write_task(task_of, n_tasks, partition, file_id)
 
         def tag_and_place(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             table = _table(batches)
             if table is not None:
-                rows = routing.with_group_slots(placed(table, _task()), write_task, keys)
-                yield from _packed(rows.drop_columns([routing.SLOT]), rows.column(routing.SLOT))
+                rows = placed(table, _task())
+                yield from _packed(rows, routing.group_slots(rows, write_task, keys))
 
         def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             table = _unpacked(batches)

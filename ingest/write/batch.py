@@ -210,10 +210,8 @@ class LocalEngine:
             return tasks.TaskResult.merge([tasks.bucket_task(plan, routed, self.task),
                                            tasks.TaskResult(counts=admitted)])
         tagged, counts = tasks.tag(plan, routed, tasks.tagged_schema(routed.schema, plan))
-        tagged = tasks.assign(tagged, tasks.insert_buckets(plan, tasks.insert_counts(tagged)))
-        written = tasks.write_groups(plan, tagged, self.task)
-        state = tasks.write_state(plan, tagged)
-        return tasks.TaskResult(written.stats, state.segments, {**counts, **admitted})
+        written = tasks.write_groups(plan, tasks.place_in_task(plan, tagged), self.task)
+        return tasks.TaskResult(written.stats, written.segments, {**counts, **admitted})
 
     def slice_reader(self):
         return None

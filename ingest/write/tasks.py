@@ -485,6 +485,11 @@ def place_and_index(plan: WritePlan, tagged: pa.Table, buckets: Mapping[str, tup
     return pa.concat_tables([rows, named])
 
 
+def place_in_task(plan: WritePlan, tagged: pa.Table, tasks_count: int = 1, task: int = 0) -> pa.Table:
+    """`place_and_index` for shard task `task` of `tasks_count`, sized by `estimated_insert_counts`."""
+    return place_and_index(plan, tagged, insert_buckets(plan, estimated_insert_counts(plan, tagged, tasks_count, task)))
+
+
 def estimated_insert_counts(plan: WritePlan, tagged: pa.Table, tasks_count: int, task: int) -> dict[str, int]:
     """New keys per partition in the whole batch, as one shard task can know them: its own count
     scaled by the share of shards it owns (task `i` owns the shards `s % tasks_count == i`). The
