@@ -1,7 +1,9 @@
 """Named crash points, so tests can kill a writer exactly where a real crash would hurt most.
 
 `INGEST_CRASH_AT=<point>[,<point>...]` makes the process exit at once (no cleanup, no flush, exit code
-86) when it reaches a named point. Unset, each point costs one environment lookup. Points:
+86) when it reaches a named point; `<point>@<n>` exits the n-th time it is reached, so a long-running
+writer can be stopped after some batches committed. Unset, each point costs one environment lookup.
+Points:
 
 * `after_data_write`: the batch's files are written, the commit is not.
 * `mid_commit`: the commit file's bytes are written aside but not yet published.
@@ -39,10 +41,17 @@ POINTS = ("after_data_write", "mid_commit", "after_commit", "mid_rollback", "bef
           "upgrade_timeline_moved", "upgrade_archive_converted")
 
 
+_reached: dict[str, int] = {}
+
+
 def crash_point(name: str) -> None:
     spec = os.environ.get("INGEST_CRASH_AT")
-    if spec and name in spec.split(","):
-        os._exit(CRASH_EXIT_CODE)
+    if spec and name in spec:
+        _reached[name] = times = _reached.get(name, 0) + 1
+        for item in spec.split(","):
+            point, _, nth = item.partition("@")
+            if point == name and (not nth or int(nth) == times):
+                os._exit(CRASH_EXIT_CODE)
     pause = os.environ.get("INGEST_PAUSE_AT")
     if pause and name in pause.split(","):
         sys.stderr.write(f"paused at {name}\n")

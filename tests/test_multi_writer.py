@@ -364,13 +364,24 @@ def _writer_data(seed: int) -> tuple[list[list[tuple]], list[list[tuple]]]:
     return stream, history
 
 
+def _kill_mode(rng, crash_points: list[str]) -> str:
+    """A crash point reached on the first, second or third batch of a run, or `sigkill`."""
+    point = rng.choice(crash_points)
+    return point if point == "sigkill" else f"{point}@{rng.randint(1, 3)}"
+
+
 def _run_killed(command: list[str], env: dict, mode: str, delay: float, log: list) -> int:
-    """Run a writer; `mode` is a crash point (INGEST_CRASH_AT), `sigkill` (SIGKILL after `delay`) or clean."""
+    """Run a writer; `mode` is a crash point (INGEST_CRASH_AT, `<point>@<n>` for its n-th time), `sigkill`
+    (SIGKILL after `delay`, or a crash after the third commit if the writer gets that far first, so that
+    no killed run finishes the writer's work and both writers' last runs still have batches to commit
+    beside each other) or clean."""
     import signal
     import subprocess
 
     env = dict(env)
-    if mode not in ("sigkill", "clean"):
+    if mode == "sigkill":
+        env["INGEST_CRASH_AT"] = "after_commit@3"
+    elif mode != "clean":
         env["INGEST_CRASH_AT"] = mode
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                start_new_session=True)
@@ -452,7 +463,7 @@ def test_a_stream_and_a_backfill_killed_at_random_points_each_commit_every_batch
     }
     env = {**{k: v for k, v in os.environ.items() if k != "INGEST_CRASH_AT"}, "PYTHONPATH": repo}
     crash_points = ["after_data_write", "mid_commit", "after_commit", "sigkill", "sigkill"]
-    plans = {name: [(rng.choice(crash_points), rng.uniform(8, 20)) for _ in range(2)] + [("clean", 0)]
+    plans = {name: [(_kill_mode(rng, crash_points), rng.uniform(8, 20)) for _ in range(2)] + [("clean", 0)]
              for name in commands}
     logs: dict[str, list] = {name: [] for name in commands}
     together = threading.Barrier(len(commands), timeout=900)  # each run starts beside one of the other's
