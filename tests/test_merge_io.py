@@ -23,6 +23,7 @@ from ingest.hudi.parquet.base_file import (
     read_base_file_and_footer,
     read_footer,
 )
+from ingest.hudi.parquet.encodings import dictionary_columns
 from ingest.hudi.parquet.footer import rename_root, rewrite_footer
 from ingest.storage import Storage
 
@@ -60,7 +61,7 @@ def test_root_rename_gives_the_full_rewrites_bytes():
     sink = pa.BufferOutputStream()
     with pq.ParquetWriter(sink, table.schema, version="1.0", data_page_version="1.0", compression="snappy",
                           data_page_size=1 << 20, dictionary_pagesize_limit=1 << 20, write_page_index=True,
-                          store_schema=False) as writer:
+                          use_dictionary=dictionary_columns(table), store_schema=False) as writer:
         writer.write_table(table)
     key_values = [(AVRO_SCHEMA_KEY, S.to_json(writer_schema)), (WRITER_MODEL_KEY, "avro"), *extra]
     full_name = f"{writer_schema['namespace']}.{writer_schema['name']}" if writer_schema.get("namespace") \

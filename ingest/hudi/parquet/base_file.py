@@ -19,7 +19,8 @@ lists, only the root element is re-encoded: `footer.rename_root`):
 Differences that remain, none of which readers act on: `created_by` names parquet-cpp (readers
 use it to work around bugs of the writer named there, so it must stay truthful); FileMetaData
 `version` is 1 as parquet-mr's, but statistics and the page index are pyarrow's encoding of the same
-facts; and the data pages' byte layout (encodings, page boundaries, compression) is pyarrow's.
+facts; and the data pages' byte layout (page boundaries, compression) is pyarrow's, with a
+dictionary only for the columns where parquet-mr would keep one (`encodings`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import pyarrow.parquet as pq
 from ingest.errors import BadRecordError, IngestError, SchemaEvolutionError
 from ingest.hudi.avro.schema import META_FIELDS, RECORD_KEY, AvroSchema, avro_to_arrow, parse, to_json
 from ingest.hudi.parquet import bloom_filter as bloom
+from ingest.hudi.parquet.encodings import dictionary_columns
 from ingest.hudi.parquet.footer import rename_root, rewrite_footer
 from ingest.storage import Storage
 
@@ -192,7 +194,7 @@ def encode_avro_parquet(table: pa.Table, writer_schema: AvroSchema, options: Bas
         data_page_version="1.0",
         compression=options.compression,
         compression_level=options.compression_level,
-        use_dictionary=options.dictionary,
+        use_dictionary=dictionary_columns(table) if options.dictionary else False,
         data_page_size=options.page_bytes,
         dictionary_pagesize_limit=options.page_bytes,
         write_statistics=True,
