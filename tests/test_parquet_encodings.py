@@ -56,3 +56,21 @@ def test_unique_values_go_plain_repeated_ones_keep_their_dictionary():
     assert {"region", "store", "meta.channel", *S.META_FIELDS} - {S.RECORD_KEY} <= leaves
     assert not leaves & {S.RECORD_KEY, "id", "price", "flag", "fee", "meta.seq"}
     assert pq.read_table(pa.BufferReader(encoded)).select(data.column_names).to_pylist() == data.to_pylist()
+
+
+def test_a_merge_keeps_the_dictionary_choice_of_the_file_it_rewrites(fixture_tables):
+    """A merged file's rows start with the old file's (`HoodieMergeHandle` writes the old records in
+    their order), so parquet-mr's first page, and its choice, are the old file's: the footer carries
+    that choice per leaf, and `known` answers for the leaves it names, the rest are decided afresh."""
+    from ingest.hudi.parquet.base_file import read_base_file_and_footer
+    from ingest.storage import Storage
+
+    table = fixture_tables["v6_trips_8i1u"]
+    path = next(p for p in sorted(table.rglob("*.parquet")) if ".hoodie" not in p.parts)
+    rows, footer = read_base_file_and_footer(Storage(str(path.parent)), path.name)
+    assert footer.dictionary_leaves == {c: c in _dictionary_leaves(pq.read_metadata(path))
+                                        for c in pq.read_metadata(path).schema.names}
+    unique = pa.table({"id": [f"k{i}" for i in range(100)], "region": ["eu"] * 100})
+    assert dictionary_columns(unique) == ["region"]
+    assert dictionary_columns(unique, known={"id": True, "region": False}) == ["id"]
+    assert dictionary_columns(unique, known={"other": True}) == ["region"]

@@ -46,6 +46,7 @@ from ingest.hudi.parquet.base_file import (
     merged_bloom_filter,
     read_base_file_and_footer,
 )
+from ingest.hudi.parquet.encodings import SAMPLE_VALUES
 from ingest.hudi.table import markers
 from ingest.hudi.table.file_names import BaseFileName, LogFileName, make_write_token
 from ingest.hudi.timeline.commit_metadata import NULL_COMMIT, RuntimeStats, WriteStat
@@ -348,7 +349,8 @@ def _merge_base_file(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Tab
     if not deleted:  # every old key stays: the old filter holds them, only the added keys need hashing
         added = new_keys.take(pa.array(order[len(order) - inserted:] - old.num_rows))
         filt = merged_bloom_filter(footer, ctx.base_file_options, added)
-    data, _ = encode_base_file(rows, ctx.writer_schema, ctx.base_file_options, path=path, bloom_filter=filt)
+    data, _ = encode_base_file(rows, ctx.writer_schema, ctx.base_file_options, path=path, bloom_filter=filt,
+                               dictionary_leaves=footer.dictionary_leaves if len(old) >= SAMPLE_VALUES else None)
     markers.create(ctx.storage, ctx.instant, target.partition_path, name, markers.IOType.MERGE)
     if not ctx.storage.create(path, data):
         raise FileExistsError(f"base file {ctx.storage.url(path)} already exists")

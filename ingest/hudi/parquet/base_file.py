@@ -94,6 +94,8 @@ class BaseFileFooter:
     num_rows: int
     arrow_schema: pa.Schema
     metadata: Mapping[str, str] = field(repr=False)
+    # leaf column path -> whether its first row group has a dictionary (what its writer chose)
+    dictionary_leaves: Mapping[str, bool] = field(default_factory=dict, repr=False)
 
     @property
     def avro_schema(self) -> AvroSchema | None:
@@ -140,10 +142,13 @@ def write_base_file(storage: Storage, path: str, table: pa.Table, writer_schema:
 
 
 def encode_base_file(table: pa.Table, writer_schema: AvroSchema, options: BaseFileOptions | None = None,
-                     *, path: str = "", bloom_filter: bloom.BloomFilter | None = None) -> tuple[bytes, BaseFileStats]:
+                     *, path: str = "", bloom_filter: bloom.BloomFilter | None = None,
+                     dictionary_leaves: Mapping[str, bool] | None = None) -> tuple[bytes, BaseFileStats]:
     """The bytes of a base file holding `table`, and its stats (`path` is only echoed in them).
 
     `bloom_filter`: the filter of exactly `table`'s keys when the caller has it (`merged_bloom_filter`).
+    `dictionary_leaves`: the dictionary choice of a file whose rows start this one's (a merge's old
+    file, `BaseFileFooter.dictionary_leaves`), kept for the columns it names.
     """
     options = options or BaseFileOptions()
     names = [f["name"] for f in writer_schema["fields"]]
@@ -167,9 +172,7 @@ def encode_base_file(table: pa.Table, writer_schema: AvroSchema, options: BaseFi
     key_values.append((BLOOM_FILTER_KEY, filt.to_string()))
     if min_key is not None and max_key is not None:
         key_values += [(MIN_RECORD_KEY, min_key), (MAX_RECORD_KEY, max_key)]
-    data = encode_avro_parquet(table, writer_schema, options, key_values)
-
-    meta = pq.read_metadata(pa.BufferReader(data))
+    data, meta = _encode_avro_parquet(table, writer_schema, options, key_values, dictionary_leaves)
     uncompressed = sum(
         meta.row_group(i).column(j).total_uncompressed_size
         for i in range(meta.num_row_groups)
@@ -182,6 +185,13 @@ def encode_avro_parquet(table: pa.Table, writer_schema: AvroSchema, options: Bas
                         extra_key_values: Sequence[tuple[str, str]] = ()) -> bytes:
     """A parquet file of `table` as parquet-avro writes one for `writer_schema` (Hudi's
     `HoodieAvroParquetWriter`): its keys (`parquet.avro.schema`, `writer.model.name`), then `extra_key_values`."""
+    return _encode_avro_parquet(table, writer_schema, options, extra_key_values)[0]
+
+
+def _encode_avro_parquet(table: pa.Table, writer_schema: AvroSchema, options: BaseFileOptions,
+                         extra_key_values: Sequence[tuple[str, str]] = (),
+                         dictionary_leaves: Mapping[str, bool] | None = None) -> tuple[bytes, pq.FileMetaData]:
+    """`encode_avro_parquet`, and the file's metadata as the writer left it (sizes, row groups)."""
     key_values = [(AVRO_SCHEMA_KEY, to_json(writer_schema)), (WRITER_MODEL_KEY, "avro"), *extra_key_values]
     if len({k for k, _ in key_values}) != len(key_values):
         raise ValueError(f"footer keys repeat: {[k for k, _ in key_values]}")
@@ -194,7 +204,7 @@ def encode_avro_parquet(table: pa.Table, writer_schema: AvroSchema, options: Bas
         data_page_version="1.0",
         compression=options.compression,
         compression_level=options.compression_level,
-        use_dictionary=dictionary_columns(table) if options.dictionary else False,
+        use_dictionary=dictionary_columns(table, known=dictionary_leaves) if options.dictionary else False,
         data_page_size=options.page_bytes,
         dictionary_pagesize_limit=options.page_bytes,
         write_statistics=True,
@@ -203,10 +213,10 @@ def encode_avro_parquet(table: pa.Table, writer_schema: AvroSchema, options: Bas
     ) as writer:
         writer.write_table(table, row_group_size=rows_per_group)
         writer.add_key_value_metadata(dict(key_values))  # written in this order, as the rewrite would
-    data = sink.getvalue()
+    data, meta = sink.getvalue(), writer.writer.metadata
     if options.old_list_structure and any(_holds_list(f.type) for f in table.schema):
-        return rewrite_footer(data.to_pybytes(), _full_name(writer_schema), key_values, options.old_list_structure)
-    return rename_root(data, _full_name(writer_schema))
+        return rewrite_footer(data.to_pybytes(), _full_name(writer_schema), key_values, options.old_list_structure), meta
+    return rename_root(data, _full_name(writer_schema)), meta
 
 
 def _holds_list(dtype: pa.DataType) -> bool:
@@ -427,7 +437,11 @@ def read_footer(storage: Storage, path: str) -> BaseFileFooter:
 
 def _footer(meta: pq.FileMetaData) -> BaseFileFooter:
     key_values = {k.decode("utf-8"): v.decode("utf-8") for k, v in (meta.metadata or {}).items()}
-    return BaseFileFooter(meta.num_rows, meta.schema.to_arrow_schema(), key_values)
+    leaves = {}
+    if meta.num_row_groups:
+        group = meta.row_group(0)
+        leaves = {group.column(i).path_in_schema: group.column(i).has_dictionary_page for i in range(meta.num_columns)}
+    return BaseFileFooter(meta.num_rows, meta.schema.to_arrow_schema(), key_values, leaves)
 
 
 def read_base_file(storage: Storage, path: str, columns: Sequence[str] | None = None,

@@ -14,33 +14,42 @@ Leaves inside lists and maps keep pyarrow's dictionary.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
 SAMPLE_VALUES = 4096  # parquet-mr decides on its first page; a prefix answers the same for all but rare data
 
 
-def dictionary_columns(table: pa.Table, sample: int = SAMPLE_VALUES) -> list[str]:
-    """The leaf column paths (as pyarrow names them) whose dictionary pays on their first `sample` rows."""
+def dictionary_columns(table: pa.Table, sample: int = SAMPLE_VALUES,
+                       known: Mapping[str, bool] | None = None) -> list[str]:
+    """The leaf column paths (as pyarrow names them) whose dictionary pays on their first `sample` rows;
+    `known` answers for the leaves it names (a merged file keeps the choice of the file it rewrites)."""
     paths: list[str] = []
+    known = known or {}
     for field, column in zip(table.schema, table.columns, strict=True):
         head = column.slice(0, sample)
         values = head.combine_chunks() if head.num_chunks != 1 else head.chunk(0)
-        _collect(field.name, field.type, values, paths)
+        _collect(field.name, field.type, values, paths, known)
     return paths
 
 
-def _collect(path: str, dtype: pa.DataType, values: pa.Array | None, out: list[str]) -> None:
+def _collect(path: str, dtype: pa.DataType, values: pa.Array | None, out: list[str],
+             known: Mapping[str, bool]) -> None:
     if pa.types.is_struct(dtype):
         for i, child in enumerate(dtype):
-            _collect(f"{path}.{child.name}", child.type, values.field(i) if values is not None else None, out)
+            _collect(f"{path}.{child.name}", child.type, values.field(i) if values is not None else None, out, known)
     elif pa.types.is_map(dtype):
-        _collect(f"{path}.key_value.key", dtype.key_type, None, out)
-        _collect(f"{path}.key_value.value", dtype.item_type, None, out)
+        _collect(f"{path}.key_value.key", dtype.key_type, None, out, known)
+        _collect(f"{path}.key_value.value", dtype.item_type, None, out, known)
     elif pa.types.is_list(dtype) or pa.types.is_large_list(dtype) or pa.types.is_fixed_size_list(dtype):
-        _collect(f"{path}.list.element", dtype.value_type, None, out)
+        _collect(f"{path}.list.element", dtype.value_type, None, out, known)
     elif pa.types.is_boolean(dtype) or pa.types.is_null(dtype) or _fixed_len_byte_array(dtype):
         return
+    elif path in known:
+        if known[path]:
+            out.append(path)
     elif values is None or pa.types.is_dictionary(dtype) or _pays(values):
         out.append(path)
 
