@@ -122,10 +122,17 @@ def test_small_files_are_spread_over_the_write_tasks_by_their_size():
     """`UpsertPartitioner.getPartition`: Hudi gives each file group a Spark partition of its own, so no
     task writes more than its share while another idles. With a fixed number of write tasks the
     small files, which `HoodieMergeHandle` rewrites whole, go largest first onto the least loaded task;
-    other groups by a hash of their name, and rows of no group to the first task."""
-    plan = SimpleNamespace(small_files={"a": (("s1", 900), ("s2", 100)), "b": (("s3", 500), ("s4", 450))})
+    then the other existing groups, which take updates in proportion to their keys, by base file size;
+    new groups by a hash of their name, and rows of no group to the first task."""
+    from ingest.write.file_group_writer import FileGroupTarget
+
+    sizes = {("a", "s1"): 900, ("a", "s2"): 100, ("b", "s3"): 500, ("b", "s4"): 450,
+             ("a", "l1"): 700, ("a", "l2"): 300, ("b", "l3"): 350, ("b", "l4"): 0}
+    plan = SimpleNamespace(small_files={"a": (("s1", 900), ("s2", 100)), "b": (("s3", 500), ("s4", 450))},
+                           targets={k: FileGroupTarget(*k, base_instant="1", base_size=v) for k, v in sizes.items()})
     task_of = tasks.write_tasks(plan, 2)
-    assert task_of == {("a", "s1"): 0, ("b", "s3"): 1, ("b", "s4"): 1, ("a", "s2"): 0}  # 900+100 vs 500+450
+    assert task_of == {("a", "s1"): 0, ("b", "s3"): 1, ("b", "s4"): 1, ("a", "s2"): 0,  # 900+100 vs 500+450
+                       ("a", "l1"): 0, ("b", "l3"): 1, ("a", "l2"): 1}  # 700 vs 350+300; no base: hashed
     assert tasks.write_task(task_of, 2, "a", "s2") == 0
     assert tasks.write_task(task_of, 2, None, "segment") == 0
     hashed = {tasks.write_task(task_of, 2, "a", f"log-{i}") for i in range(20)}

@@ -84,6 +84,7 @@ class FileGroupTarget:
     file_id: str
     base_instant: str | None = None    # the latest slice's base instant; None for a new group
     base_file: str | None = None       # that slice's base file name
+    base_size: int = 0                 # its bytes (how much of the table's keys the group holds)
     latest_log: str | None = None      # that slice's newest log file name
     latest_log_size: int = 0           # its size when the commit was planned
     log_files: tuple[str, ...] = ()    # that slice's log file names, oldest first

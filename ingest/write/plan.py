@@ -156,7 +156,8 @@ def build_plan(txn: Transaction, options: WriteOptions) -> WritePlan:
             # the slice's base file is still what a small-file merge (`HoodieMergeHandle`) rewrites.
             targets[key] = FileGroupTarget(
                 slice_.partition_path, slice_.file_id, base_instant=slice_.base_instant,
-                base_file=slice_.base_file.name.name if slice_.base_file else None, logs_by_writer=True)
+                base_file=slice_.base_file.name.name if slice_.base_file else None,
+                base_size=slice_.base_file.size if slice_.base_file else 0, logs_by_writer=True)
         elif pending is not None and slice_.base_instant < pending:
             # Logs written after a compaction was planned open the compaction's slice.
             targets[key] = FileGroupTarget(slice_.partition_path, slice_.file_id, base_instant=pending)
@@ -167,6 +168,7 @@ def build_plan(txn: Transaction, options: WriteOptions) -> WritePlan:
                 file_id=slice_.file_id,
                 base_instant=slice_.base_instant,
                 base_file=slice_.base_file.name.name if slice_.base_file else None,
+                base_size=slice_.base_file.size if slice_.base_file else 0,
                 latest_log=latest.name.name if latest else None,
                 latest_log_size=latest.size if latest else 0,
                 log_files=tuple(lf.name.name for lf in slice_.log_files),

@@ -130,6 +130,17 @@ def _groups(table: pa.Table, columns: list[str]) -> Iterable[tuple[tuple, pa.Tab
         yield tuple(group.column(c)[0].as_py() for c in columns), group
 
 
+def _where(table: pa.Table, mask: pa.Array | pa.ChunkedArray) -> pa.Table:
+    """`table.filter(mask)` (mask without nulls), without copying every column when the mask keeps all
+    rows or none: the common case for the kind masks below, over a task's whole batch."""
+    kept = pc.sum(mask).as_py() or 0
+    if kept == table.num_rows:
+        return table
+    if kept == 0:
+        return table.slice(0, 0)
+    return table.filter(mask)
+
+
 def _drop_internal(table: pa.Table, *names: str) -> pa.Table:
     return table.drop_columns([n for n in names if n in table.column_names])
 
@@ -438,12 +449,13 @@ def write_groups(plan: WritePlan, tagged: pa.Table, task: TaskIdentity) -> TaskR
     """Write every file group's upserts and deletes (rows routed here by file group); segment rows
     (`place_and_index`) are handed on in the result."""
     writes = []
-    segments = tagged.filter(pc.equal(tagged.column(KIND), SEGMENT)).column(FILE_ID).to_pylist()
-    rows = tagged.filter(pc.is_in(tagged.column(KIND), pa.array([UPSERT, DELETE])))
+    is_segment = pc.equal(tagged.column(KIND), SEGMENT)
+    segments = tagged.column(FILE_ID).filter(is_segment).to_pylist()
+    rows = _where(tagged, pc.is_in(tagged.column(KIND), pa.array([UPSERT, DELETE])))
     for (partition, file_id), group in _groups(rows, [pcb.PARTITION, FILE_ID]):
         kinds = group.column(KIND)
-        upserts = group.filter(pc.equal(kinds, UPSERT))
-        deletes = group.filter(pc.equal(kinds, DELETE))
+        upserts = _where(group, pc.equal(kinds, UPSERT))
+        deletes = _where(group, pc.equal(kinds, DELETE))
         writes.append((plan.target(partition, file_id), _drop_internal(upserts, KIND, SHARD), deletes))
     return TaskResult(tuple(write_file_groups(plan.write, writes, task)), tuple(segments), {})
 
@@ -456,8 +468,8 @@ def write_state(plan: WritePlan, tagged: pa.Table) -> TaskResult:
     kept = [c for c in (KIND, SHARD, pcb.KEY, pcb.PARTITION, FILE_ID, plan.ordering_field) if c is not None]
     for (shard,), group in _groups(tagged.select(kept), [SHARD]):
         kinds = group.column(KIND)
-        live = group.filter(pc.equal(kinds, UPSERT))
-        dead = group.filter(pc.equal(kinds, DEAD))
+        live = _where(group, pc.equal(kinds, UPSERT))
+        dead = _where(group, pc.equal(kinds, DEAD))
         dead_state = pa.table({
             ks.KEY: dead.column(pcb.KEY), ks.PARTITION: dead.column(pcb.PARTITION),
             ks.FILE_ID: dead.column(FILE_ID),
@@ -478,7 +490,7 @@ def place_and_index(plan: WritePlan, tagged: pa.Table, buckets: Mapping[str, tup
     no pass of its own; a retried task writes the same segments under the same names."""
     assigned = assign(tagged, buckets)
     segments = write_state(plan, assigned).segments
-    rows = assigned.filter(pc.is_in(assigned.column(KIND), pa.array([UPSERT, DELETE])))
+    rows = _where(assigned, pc.is_in(assigned.column(KIND), pa.array([UPSERT, DELETE])))
     if not segments:
         return rows
     named = _conform(pa.table({FILE_ID: pa.array(segments, pa.string())}), tagged.schema, SEGMENT, 0)
@@ -507,16 +519,26 @@ def write_tasks(plan: WritePlan, tasks_count: int) -> dict[tuple[str, str], int]
     Hudi gives every file group a Spark partition of its own (`UpsertPartitioner.getPartition`), so
     Spark's scheduler evens the work out; here a fixed number of tasks writes them, decided before any
     row is tagged. The heavy work is a small file's rewrite (`HoodieMergeHandle` reads and writes all
-    of its records), known from the plan; every other group goes by a hash of its name (`write_task`).
+    of its records), known from the plan; the rewrites are spread first, then the other existing
+    groups by their base file's size (keys are updated evenly, so a group's share of a batch's updates
+    follows its share of the keys); new groups go by a hash of their name (`write_task`).
     """
-    load = [0] * tasks_count
-    out = {}
+    out: dict[tuple[str, str], int] = {}
     small = [(size, partition, file_id) for partition, files in plan.small_files.items() for file_id, size in files]
-    for size, partition, file_id in sorted(small, key=lambda s: (-s[0], s[1], s[2])):
+    _spread(small, tasks_count, out)
+    others = [(t.base_size, t.partition_path, t.file_id) for t in plan.targets.values()
+              if t.base_size and (t.partition_path, t.file_id) not in out]
+    _spread(others, tasks_count, out)
+    return out
+
+
+def _spread(groups: list[tuple[int, str, str]], tasks_count: int, out: dict[tuple[str, str], int]) -> None:
+    """Largest first onto the least loaded task (ties by task number, so every caller agrees)."""
+    load = [0] * tasks_count
+    for size, partition, file_id in sorted(groups, key=lambda s: (-s[0], s[1], s[2])):
         task = min(range(tasks_count), key=lambda t: (load[t], t))
         out[(partition, file_id)] = task
         load[task] += size
-    return out
 
 
 def write_task(task_of: Mapping[tuple[str, str], int], tasks_count: int, partition: str | None, file_id: str) -> int:
