@@ -66,31 +66,32 @@ class KeyHashIndex:
         out[(self.packed & _ROW_MASK).astype(np.int64)] = (self.packed >> _SHIFT).astype(np.uint32)
         return out
 
-    def candidates(self, hashes: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """`(row, probe)` pairs whose hashes are equal, for the probes where `valid` holds."""
-        # Probed in hash order: binary searches that walk the index in order stay in the cache
-        # (random probes of a 250,000-key index cost four times as much).
+    def candidates(self, hashes: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The rows whose hashes equal the probes' (for the probes where `valid` holds): per probe the
+        first such row (-1 if none), and the other `(row, probe)` pairs (rare: equal hashes of
+        different keys, or one key in several partitions)."""
+        first = np.full(len(hashes), -1, dtype=np.int64)
         probes = np.flatnonzero(valid).astype(np.uint64)
         if not len(self.packed) or not len(probes):
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+            return first, np.zeros(0, np.int64), np.zeros(0, np.int64)
+        # Probed in hash order: binary searches that walk the index in order stay in the cache
+        # (random probes of a 250,000-key index cost four times as much).
         sorted_probes = np.sort((hashes[probes].astype(np.uint64) << _SHIFT) | probes)
         wide = sorted_probes & ~_ROW_MASK
+        probe_rows = (sorted_probes & _ROW_MASK).astype(np.int64)
         n = len(self.packed)
         lo = np.searchsorted(self.packed, wide, side="left")
-        counts = ((lo < n) & ((self.packed[np.minimum(lo, n - 1)] & ~_ROW_MASK) == wide)).astype(np.int64)
-        # A hash held by several rows (equal hashes of different keys, or one key in several partitions)
-        # is rare: only those probes search for the end of their range.
-        more = (counts > 0) & (lo + 1 < n)
+        hit = (lo < n) & ((self.packed[np.minimum(lo, n - 1)] & ~_ROW_MASK) == wide)
+        first[probe_rows[hit]] = (self.packed[lo[hit]] & _ROW_MASK).astype(np.int64)
+        more = hit & (lo + 1 < n)
         more[more] = (self.packed[lo[more] + 1] & ~_ROW_MASK) == wide[more]
-        if more.any():
-            counts[more] = np.searchsorted(self.packed, wide[more] | _ROW_MASK, side="right") - lo[more]
-        probe_rows = (sorted_probes & _ROW_MASK).astype(np.int64)
         if not more.any():
-            hit = counts > 0
-            return (self.packed[lo[hit]] & _ROW_MASK).astype(np.int64), probe_rows[hit]
+            return first, np.zeros(0, np.int64), np.zeros(0, np.int64)
+        lo, wide, probe_rows = lo[more] + 1, wide[more], probe_rows[more]
+        counts = np.searchsorted(self.packed, wide | _ROW_MASK, side="right") - lo
         pair_probes = np.repeat(probe_rows, counts)
         at = np.repeat(lo - (np.cumsum(counts) - counts), counts) + np.arange(len(pair_probes), dtype=np.int64)
-        return (self.packed[at] & _ROW_MASK).astype(np.int64), pair_probes
+        return first, (self.packed[at] & _ROW_MASK).astype(np.int64), pair_probes
 
     def after_apply(self, keep: np.ndarray, added: KeyHashIndex) -> KeyHashIndex:
         """The index of `concat(table.filter(keep), added_table)`, from this index and `added`'s."""
@@ -159,6 +160,19 @@ def hashes_of(table: pa.Table, key: str) -> np.ndarray:
     """The hash of every row's key, from the table's index when it has one."""
     index = index_of(table, key)
     return index.row_hashes(table.num_rows) if index is not None else key_hashes(table.column(key))
+
+
+def equal_rows(big: pa.Table, big_keys: list[str], big_rows: np.ndarray,
+               small: pa.Table, small_keys: list[str]) -> np.ndarray:
+    """Whether each row of `small` equals the row `big_rows` names (-1: none) on every key."""
+    same = big_rows >= 0
+    taken = pa.array(big_rows, mask=~same)
+    for big_key, small_key in zip(big_keys, small_keys, strict=True):
+        ours = plain_column(big.column(big_key).take(taken))
+        theirs = plain_column(small.column(small_key))
+        theirs = theirs.cast(ours.type) if theirs.type != ours.type else theirs
+        same &= np.asarray(pc.fill_null(pc.equal(ours, theirs), False).to_numpy(zero_copy_only=False), dtype=bool)
+    return same
 
 
 def equal_pairs(big: pa.Table, big_keys: list[str], big_rows: np.ndarray,

@@ -123,7 +123,7 @@ def match_rows(big: pa.Table, big_keys: list[str], small: pa.Table, small_keys: 
 
 
 def _match(big: pa.Table, big_keys: list[str], small: pa.Table, small_keys: list[str],
-           small_hashes: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+           small_hashes: np.ndarray | None = None, indexed: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """`match_rows`, plus the hashes of `small`'s first key when `big`'s index answered (pass them
     back as `small_hashes` to probe another table with the same rows).
 
@@ -133,14 +133,18 @@ def _match(big: pa.Table, big_keys: list[str], small: pa.Table, small_keys: list
     """
     if big.num_rows == 0 or small.num_rows == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), small_hashes
-    index = khi.index_for_probe(big, big_keys[0])
+    index = khi.index_for_probe(big, big_keys[0]) if indexed else None
     if index is None:
         return (*_joined(big, big_keys, small, small_keys), small_hashes)
     hashes = khi.hashes_of(small, small_keys[0]) if small_hashes is None else small_hashes
     valid = np.asarray(pc.is_valid(small.column(small_keys[0])).to_numpy(zero_copy_only=False), dtype=bool)
-    big_rows, small_rows = index.candidates(hashes, valid)
-    same = khi.equal_pairs(big, big_keys, big_rows, small, small_keys, small_rows)
-    return big_rows[same], small_rows[same], hashes
+    first, big_rows, small_rows = index.candidates(hashes, valid)
+    same = khi.equal_rows(big, big_keys, first, small, small_keys)
+    if len(big_rows):
+        other = khi.equal_pairs(big, big_keys, big_rows, small, small_keys, small_rows)
+        return (np.concatenate([first[same], big_rows[other]]),
+                np.concatenate([np.flatnonzero(same), small_rows[other]]), hashes)
+    return first[same], np.flatnonzero(same), hashes
 
 
 def _joined(big: pa.Table, big_keys: list[str], small: pa.Table, small_keys: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -167,7 +171,7 @@ def _identity_keys(global_scope: bool) -> list[str]:
     return [KEY] if global_scope else [KEY, PARTITION]
 
 
-def _apply(base: pa.Table, changes: pa.Table, global_scope: bool) -> pa.Table:
+def _apply(base: pa.Table, changes: pa.Table, global_scope: bool, indexed: bool = True) -> pa.Table:
     """`base` (one row per identity) with `changes` (one row per identity) applied.
 
     The replaced rows are found by probing `base` with the changes (see `_match`); when `base` has an
@@ -178,7 +182,7 @@ def _apply(base: pa.Table, changes: pa.Table, global_scope: bool) -> pa.Table:
     if base.num_rows == 0:
         return changes
     keys = _identity_keys(global_scope)
-    replaced, _, hashes = _match(base, keys, changes, keys)
+    replaced, _, hashes = _match(base, keys, changes, keys, indexed=indexed)
     keep = np.ones(base.num_rows, dtype=bool)
     keep[replaced] = False
     kept = base.filter(pa.array(keep))
@@ -219,6 +223,15 @@ class ShardState:
     def deltas_since_base(self) -> int:
         return sum(1 for s in self.segments if s.kind == "delta")
 
+    def _parts(self) -> tuple[tuple[pa.Table, bool], ...]:
+        """The base and the overlay, each with whether it is probed through a `KeyHashIndex`.
+
+        The overlay changes with every batch: deriving its index each time (a sort and a renumbering
+        of every overlay row, in random order) cost more than the hash join built on the batch, so it
+        is joined; the base, probed by every batch until a fold replaces it, is indexed.
+        """
+        return (self.base, True), (self.overlay, False)
+
     @functools.cached_property
     def table(self) -> pa.Table:
         """Every identity's current row (base and overlay merged)."""
@@ -229,9 +242,9 @@ class ShardState:
         key, and partition unless global), null where the state has none."""
         state_keys = _identity_keys(self.global_scope)
         found, hashes = [], None
-        for part in (self.base, self.overlay):
+        for part, indexed in self._parts():
             rows_in_part = np.full(rows.num_rows, -1, dtype=np.int64)
-            in_part, at, hashes = _match(part, state_keys, rows, keys, hashes)
+            in_part, at, hashes = _match(part, state_keys, rows, keys, hashes, indexed)
             rows_in_part[at] = in_part
             found.append(rows_in_part)
         # Taken from each part on its own: taking from the two as one table would concatenate them.
@@ -247,13 +260,13 @@ class ShardState:
     def rows_for_keys(self, keys: pa.Array | pa.ChunkedArray) -> pa.Table:
         """The current rows of the given record keys (in any partition)."""
         probe = pa.table({KEY: keys})
-        base, overlay = (part.take(np.unique(match_rows(part, [KEY], probe, [KEY])[0]))
-                         for part in (self.base, self.overlay))
+        base, overlay = (part.take(np.unique(_match(part, [KEY], probe, [KEY], indexed=indexed)[0]))
+                         for part, indexed in self._parts())
         return _plain(_apply(base, overlay, self.global_scope))
 
     def with_changes(self, changes: pa.Table) -> ShardState:
         """This state with `changes` applied (the overlay takes them; a large overlay joins the base)."""
-        return _normalized(replace(self, overlay=_apply(self.overlay, changes, self.global_scope)))
+        return _normalized(replace(self, overlay=_apply(self.overlay, changes, self.global_scope, indexed=False)))
 
 
 _OVERLAY_MIN_ROWS = 65_536
