@@ -102,12 +102,6 @@ class KeyHashIndex:
         shifted = added.packed + np.uint64(int(keep.sum()))  # rows after the kept ones
         return KeyHashIndex(self.key, np.sort(np.concatenate([moved, shifted])))
 
-    def appended(self, added: KeyHashIndex, first_row: int) -> KeyHashIndex:
-        """The index of this table with `added`'s rows appended from row `first_row` on: the rows
-        already indexed keep their numbers, so this costs one ordered insertion."""
-        shifted = added.packed + np.uint64(first_row)
-        return KeyHashIndex(self.key, np.insert(self.packed, np.searchsorted(self.packed, shifted), shifted))
-
     @property
     def nbytes(self) -> int:
         return self.packed.nbytes

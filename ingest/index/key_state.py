@@ -19,7 +19,6 @@ When a shard accumulates deltas, the writer folds them into a new base segment.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import io
 import os
@@ -124,47 +123,28 @@ def match_rows(big: pa.Table, big_keys: list[str], small: pa.Table, small_keys: 
 
 
 def _match(big: pa.Table, big_keys: list[str], small: pa.Table, small_keys: list[str],
-           small_hashes: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+           small_hashes: np.ndarray | None = None, indexed: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """`match_rows`, plus the hashes of `small`'s first key when `big`'s index answered (pass them
     back as `small_hashes` to probe another table with the same rows).
 
     A table probed again (a shard's state kept between batches) answers through its `KeyHashIndex`,
-    in time in `small`; one probed for the first time, or not much larger than `small`, through a
-    hash join built on `small` (see `_INDEX_RATIO`).
+    in time in `small`; one probed for the first time through a hash join built on `small`, which
+    costs about one reading of `big` where building the index would cost more.
     """
     if big.num_rows == 0 or small.num_rows == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), small_hashes
-    index = khi.index_for_probe(big, big_keys[0]) if _indexed(big, small) else None
+    index = khi.index_for_probe(big, big_keys[0]) if indexed else None
     if index is None:
         return (*_joined(big, big_keys, small, small_keys), small_hashes)
     hashes = khi.hashes_of(small, small_keys[0]) if small_hashes is None else small_hashes
-    return (*_probe(index, big, big_keys, small, small_keys, hashes), hashes)
-
-
-# A table is probed through its index only when it holds this many times the probing rows: the hash
-# join costs about 30 ns per row of either table, an index probe about 100 ns per probing row (hash,
-# binary search, verification), so below that the join is cheaper (measured on 50,000-row batches
-# into 100,000 to 1,000,000-row states). Either way a probe costs time in the batch. A join that
-# builds on many rows outgrows the caches, though (an overlay of 250,000 rows folded into a base of
-# as many: 70 ms by join, 25 ms by index), so large probes take the index too.
-_INDEX_RATIO = 3
-_LARGE_PROBE = 65_536
-
-
-def _indexed(big: pa.Table, small: pa.Table) -> bool:
-    return big.num_rows >= _INDEX_RATIO * small.num_rows or small.num_rows >= _LARGE_PROBE
-
-
-def _probe(index: khi.KeyHashIndex, big: pa.Table, big_keys: list[str], small: pa.Table, small_keys: list[str],
-           hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """`match_rows` through `big`'s index: candidates of equal hash, verified on every key."""
     valid = np.asarray(pc.is_valid(small.column(small_keys[0])).to_numpy(zero_copy_only=False), dtype=bool)
     first, big_rows, small_rows = index.candidates(hashes, valid)
     same = khi.equal_rows(big, big_keys, first, small, small_keys)
     if len(big_rows):
         other = khi.equal_pairs(big, big_keys, big_rows, small, small_keys, small_rows)
-        return np.concatenate([first[same], big_rows[other]]), np.concatenate([np.flatnonzero(same), small_rows[other]])
-    return first[same], np.flatnonzero(same)
+        return (np.concatenate([first[same], big_rows[other]]),
+                np.concatenate([np.flatnonzero(same), small_rows[other]]), hashes)
+    return first[same], np.flatnonzero(same), hashes
 
 
 def _joined(big: pa.Table, big_keys: list[str], small: pa.Table, small_keys: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -191,7 +171,7 @@ def _identity_keys(global_scope: bool) -> list[str]:
     return [KEY] if global_scope else [KEY, PARTITION]
 
 
-def _apply(base: pa.Table, changes: pa.Table, global_scope: bool) -> pa.Table:
+def _apply(base: pa.Table, changes: pa.Table, global_scope: bool, indexed: bool = True) -> pa.Table:
     """`base` (one row per identity) with `changes` (one row per identity) applied.
 
     The replaced rows are found by probing `base` with the changes (see `_match`); when `base` has an
@@ -202,7 +182,7 @@ def _apply(base: pa.Table, changes: pa.Table, global_scope: bool) -> pa.Table:
     if base.num_rows == 0:
         return changes
     keys = _identity_keys(global_scope)
-    replaced, _, hashes = _match(base, keys, changes, keys)
+    replaced, _, hashes = _match(base, keys, changes, keys, indexed=indexed)
     keep = np.ones(base.num_rows, dtype=bool)
     keep[replaced] = False
     kept = base.filter(pa.array(keep))
@@ -210,9 +190,8 @@ def _apply(base: pa.Table, changes: pa.Table, global_scope: bool) -> pa.Table:
         kept = kept.combine_chunks()
     applied = pa.concat_tables([kept, changes])
     parent = khi.index_of(base, KEY)
-    if parent is not None:  # even when the join answered: hashing the changes is cheaper than the result
-        added = khi.index_of(changes, KEY) or khi.KeyHashIndex.of_hashes(
-            KEY, hashes if hashes is not None else khi.key_hashes(changes.column(KEY)))
+    if parent is not None and hashes is not None:
+        added = khi.index_of(changes, KEY) or khi.KeyHashIndex.of_hashes(KEY, hashes)
         khi.register(applied, parent.after_apply(keep, added))
     return applied
 
@@ -227,12 +206,11 @@ def _fold(tables: list[pa.Table], global_scope: bool) -> pa.Table:
 
 @dataclass(frozen=True)
 class ShardState:
-    """The visible state of one shard: a large `base` with an `overlay` of later changes.
+    """The visible state of one shard: a large `base` with a small `overlay` of later changes.
 
     Writers probe the two and never rebuild the base for a batch, so a small batch into a large
-    shard costs time in the batch, not in the shard. The overlay only grows: a batch appends its
-    changes and marks the rows they supersede in `overlay_live` (None: every row is live), so its
-    index is extended, never renumbered; it is folded into the base once it outgrows it.
+    shard costs time in the batch, not in the shard; the overlay is folded into the base once it
+    outgrows it.
     """
 
     shard: str
@@ -240,52 +218,33 @@ class ShardState:
     overlay: pa.Table
     segments: tuple[Segment, ...]
     global_scope: bool = False
-    overlay_live: np.ndarray | None = dataclasses.field(default=None, compare=False, repr=False)
 
     @property
     def deltas_since_base(self) -> int:
         return sum(1 for s in self.segments if s.kind == "delta")
 
+    def _parts(self) -> tuple[tuple[pa.Table, bool], ...]:
+        """The base and the overlay, each with whether it is probed through a `KeyHashIndex`.
+
+        The overlay changes with every batch: deriving its index each time (a sort and a renumbering
+        of every overlay row, in random order) cost more than the hash join built on the batch, so it
+        is joined; the base, probed by every batch until a fold replaces it, is indexed.
+        """
+        return (self.base, True), (self.overlay, False)
+
     @functools.cached_property
     def table(self) -> pa.Table:
         """Every identity's current row (base and overlay merged)."""
-        return _apply(self.base, self._live_overlay(), self.global_scope)
-
-    def _live_overlay(self) -> pa.Table:
-        """The overlay's current rows (one per identity)."""
-        return self.overlay if self.overlay_live is None else self.overlay.filter(pa.array(self.overlay_live))
-
-    def _overlay_index(self) -> khi.KeyHashIndex:
-        index = khi.index_of(self.overlay, KEY)
-        if index is None:  # an overlay this process did not build batch by batch
-            index = khi.KeyHashIndex.of_hashes(KEY, khi.key_hashes(self.overlay.column(KEY)))
-            khi.register(self.overlay, index)
-        return index
-
-    def _overlay_match(self, overlay_keys: list[str], small: pa.Table, small_keys: list[str],
-                       hashes: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """`match_rows` against the overlay's live rows."""
-        if self.overlay.num_rows == 0 or small.num_rows == 0:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64), hashes
-        if _indexed(self.overlay, small):
-            hashes = khi.hashes_of(small, small_keys[0]) if hashes is None else hashes
-            rows, at = _probe(self._overlay_index(), self.overlay, overlay_keys, small, small_keys, hashes)
-        else:
-            rows, at = _joined(self.overlay, overlay_keys, small, small_keys)
-        if self.overlay_live is not None:
-            live = self.overlay_live[rows]
-            rows, at = rows[live], at[live]
-        return rows, at, hashes
+        return _apply(self.base, self.overlay, self.global_scope)
 
     def lookup(self, rows: pa.Table, keys: list[str], columns: tuple[str, ...]) -> pa.Table:
         """`columns` of the state row of each of `rows` (matched on `keys`, in the state's key order:
         key, and partition unless global), null where the state has none."""
         state_keys = _identity_keys(self.global_scope)
-        in_base, at_base, hashes = _match(self.base, state_keys, rows, keys)
-        in_overlay, at_overlay, _ = self._overlay_match(state_keys, rows, keys, hashes)
-        found = []
-        for in_part, at in ((in_base, at_base), (in_overlay, at_overlay)):
+        found, hashes = [], None
+        for part, indexed in self._parts():
             rows_in_part = np.full(rows.num_rows, -1, dtype=np.int64)
+            in_part, at, hashes = _match(part, state_keys, rows, keys, hashes, indexed)
             rows_in_part[at] = in_part
             found.append(rows_in_part)
         # Taken from each part on its own: taking from the two as one table would concatenate them.
@@ -301,49 +260,22 @@ class ShardState:
     def rows_for_keys(self, keys: pa.Array | pa.ChunkedArray) -> pa.Table:
         """The current rows of the given record keys (in any partition)."""
         probe = pa.table({KEY: keys})
-        base = self.base.take(np.unique(match_rows(self.base, [KEY], probe, [KEY])[0]))
-        overlay = self.overlay.take(np.unique(self._overlay_match([KEY], probe, [KEY], None)[0]))
+        base, overlay = (part.take(np.unique(_match(part, [KEY], probe, [KEY], indexed=indexed)[0]))
+                         for part, indexed in self._parts())
         return _plain(_apply(base, overlay, self.global_scope))
 
     def with_changes(self, changes: pa.Table) -> ShardState:
-        """This state with `changes` (one row per identity) applied: the overlay takes them, in time in
-        the changes; a large overlay joins the base."""
-        if changes.num_rows == 0:
-            return _normalized(self)
-        before = self.overlay.num_rows
-        index = None
-        if before == 0:
-            overlay, live = changes, None
-        else:
-            keys = _identity_keys(self.global_scope)
-            replaced, _, hashes = self._overlay_match(keys, changes, keys, None)
-            live = np.ones(before + changes.num_rows, dtype=bool)
-            if self.overlay_live is not None:
-                live[:before] = self.overlay_live
-            live[replaced] = False
-            overlay = pa.concat_tables([self.overlay, changes])
-            if overlay.column(0).num_chunks > 16:  # the rows keep their numbers
-                overlay = overlay.combine_chunks()
-            if (parent := khi.index_of(self.overlay, KEY)) is not None:  # kept up once built
-                hashes = khi.key_hashes(changes.column(KEY)) if hashes is None else hashes
-                index = parent.appended(khi.KeyHashIndex.of_hashes(KEY, hashes), before)
-            live = None if live.all() else live
-        if index is not None:
-            khi.register(overlay, index)
-        return _normalized(replace(self, overlay=overlay, overlay_live=live))
+        """This state with `changes` applied (the overlay takes them; a large overlay joins the base)."""
+        return _normalized(replace(self, overlay=_apply(self.overlay, changes, self.global_scope, indexed=False)))
 
 
 _OVERLAY_MIN_ROWS = 65_536
 
 
 def _normalized(state: ShardState) -> ShardState:
-    """The state with its overlay folded into the base once the overlay's current rows outnumber the
-    base's (or its rows, superseded ones included, twice that)."""
-    limit = max(_OVERLAY_MIN_ROWS, state.base.num_rows)
-    live = state.overlay.num_rows if state.overlay_live is None else int(np.count_nonzero(state.overlay_live))
-    if live <= limit and state.overlay.num_rows <= 2 * limit:
+    if state.overlay.num_rows <= max(_OVERLAY_MIN_ROWS, state.base.num_rows):
         return state
-    return replace(state, base=state.table, overlay=state.overlay.slice(0, 0), overlay_live=None)
+    return replace(state, base=state.table, overlay=state.overlay.slice(0, 0))
 
 
 class _ShardCache:
@@ -379,8 +311,7 @@ class _ShardCache:
 
 def _size(state: ShardState) -> int:
     indexes = (khi.index_of(part, KEY) for part in (state.base, state.overlay))
-    live = state.overlay_live.nbytes if state.overlay_live is not None else 0
-    return state.base.nbytes + state.overlay.nbytes + live + sum(i.nbytes for i in indexes if i is not None)
+    return state.base.nbytes + state.overlay.nbytes + sum(i.nbytes for i in indexes if i is not None)
 
 
 _CACHE = _ShardCache(int(os.environ.get("INGEST_KEY_INDEX_CACHE_MB", "512")) * 1024 * 1024)
@@ -450,7 +381,7 @@ class KeyStateStore:
         if state.deltas_since_base + 1 > MAX_DELTAS:
             merged = after.table
             segment = self._put(Segment(state.shard, instant, "base"), merged)
-            after = replace(after, base=merged, overlay=merged.slice(0, 0), overlay_live=None)
+            after = replace(after, base=merged, overlay=merged.slice(0, 0))
         else:
             segment = self._put(Segment(state.shard, instant, "delta"), changes)
         _CACHE.written[self._cache_key(state.shard)] = replace(after, segments=(*state.segments, segment))
