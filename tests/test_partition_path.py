@@ -153,6 +153,9 @@ def test_vectorized_screen_agrees_with_the_scalar_check():
     assert sorted(problems) == [row for row, p in enumerate(paths.to_pylist()) if partition_path_problem(p, 2)]
     assert sorted(problems) == [1, 2, 3, 4, 5, 6, 7, 8, 9]
     assert partition_path_problems(pa.array(["", "x"]), 0) == {1: partition_path_problem("x", 0)}
+    repeated = pa.chunked_array([paths, paths.take(pa.array([9, 0, 6, 2]))])  # each path checked once
+    assert partition_path_problems(repeated, 2) == {
+        **problems, **{10 + i: problems[r] for i, r in enumerate([9, 0, 6, 2]) if r in problems}}
 
 
 # -- time zones ----------------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ from ingest.spark.sink import (
     UNMEASURED,
     HudiSink,
     arrow_batch_settings,
+    sampled_row_bytes,
     session_conf,
 )
 from ingest.write.options import IndexOptions, IndexType, WriteOptions
@@ -134,6 +135,16 @@ def test_arrow_batch_settings_turn_the_byte_bound_into_a_row_bound(spark):
         assert arrow_batch_settings(spark, 100.0)[ARROW_MAX_RECORDS] == "10485"
     with session_conf(spark, {ARROW_MAX_BYTES: str(UNMEASURED)}):
         assert arrow_batch_settings(spark, 100.0) == {}, "nothing measured already: nothing to change"
+
+
+def test_a_first_batch_learns_its_width_from_its_first_rows_unless_a_shuffle_comes_before_them(spark):
+    """With no earlier batch, the width comes from the first rows (one small job), as the sink later
+    learns it from every row; a frame whose rows come out of a shuffle is not read twice for it."""
+    table = pa.table({"id": [f"key-{i:05d}" for i in range(3000)], "n": pa.array(range(3000), pa.int64())})
+    df = spark.createDataFrame(table)
+    assert sampled_row_bytes(df, rows=1000) == pytest.approx(table.slice(0, 1000).nbytes / 1000, rel=0.05)
+    assert sampled_row_bytes(df.repartition(2, "id")) is None
+    assert sampled_row_bytes(df.filter("n < 0")) is None  # no rows: nothing learned
 
 
 def test_spark_hands_python_batches_of_the_bounded_rows(spark):

@@ -217,6 +217,21 @@ def arrow_batch_settings(session: SparkSession, row_bytes: float | None) -> dict
     return {ARROW_MAX_BYTES: str(UNMEASURED), ARROW_MAX_RECORDS: str(rows)}
 
 
+SAMPLE_ROWS = 10_000
+
+
+def sampled_row_bytes(df: DataFrame, rows: int = SAMPLE_ROWS) -> float | None:
+    """Arrow bytes per row of `df`'s first `rows` rows, for a sink's first batch, whose width no
+    earlier batch has told (`arrow_batch_settings`): reading them is one small job, and saves the
+    per-row measuring of every Arrow batch (0.6 s of a 1,000,000-row bulk load). None where the rows
+    come after a shuffle, which reading them would run again (the batch then lets Spark measure), or
+    where there are none."""
+    if "Exchange" in df._jdf.queryExecution().executedPlan().toString():
+        return None
+    sample = df.limit(rows).toArrow()
+    return sample.nbytes / sample.num_rows if sample.num_rows else None
+
+
 @dataclass(frozen=True)
 class PreparedFrame:
     """A batch to prepare inside the write job (nothing has run yet)."""
@@ -271,7 +286,8 @@ class SparkEngine:
     def run(self, plan: WritePlan, prepared: PreparedFrame) -> tasks.TaskResult:
         counters = self.spark.sparkContext.accumulator({}, _Counters())
         session = prepared.df.sparkSession
-        with session_conf(session, {**EXACT_PARTITIONS, **arrow_batch_settings(session, self.row_bytes)}):
+        row_bytes = self.row_bytes or sampled_row_bytes(prepared.df)
+        with session_conf(session, {**EXACT_PARTITIONS, **arrow_batch_settings(session, row_bytes)}):
             routed = self._routed(plan, prepared)
             if plan.index_type is IndexType.BUCKET:
                 result = self._bucket(plan, prepared, routed, counters)

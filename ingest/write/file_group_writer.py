@@ -46,7 +46,7 @@ from ingest.hudi.parquet.base_file import (
     merged_bloom_filter,
     read_base_file_and_footer,
 )
-from ingest.hudi.parquet.encodings import SAMPLE_VALUES
+from ingest.hudi.parquet.encodings import SAMPLE_VALUES, dictionary_choice
 from ingest.hudi.table import markers
 from ingest.hudi.table.file_names import BaseFileName, LogFileName, make_write_token
 from ingest.hudi.timeline.commit_metadata import NULL_COMMIT, RuntimeStats, WriteStat
@@ -201,9 +201,10 @@ def write_file_groups(
     """Write several file groups' upserts and deletes; the log groups' records are encoded in one pass."""
     stats: list[WriteStat | None] = [None] * len(groups)
     logs = []
+    dictionary: dict[str, bool] = {}  # new base files hold rows of one batch: they share the first's choice
     for i, (target, upserts, deletes) in enumerate(groups):
         if writes_base_file(ctx, target, deletes):
-            stats[i] = _write_base_file(ctx, target, upserts, task, time.monotonic())
+            stats[i] = _write_base_file(ctx, target, upserts, task, time.monotonic(), dictionary)
         elif _merges(ctx, target, upserts):
             stats[i] = _merge_base_file(ctx, target, upserts, deletes, task, time.monotonic())
         else:
@@ -276,7 +277,9 @@ def _data_contents(ctx: WriteContext, groups: Sequence[tuple[FileGroupTarget, pa
 
 
 def _write_base_file(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Table,
-                     task: TaskIdentity, started: float) -> WriteStat:
+                     task: TaskIdentity, started: float, dictionary: dict[str, bool]) -> WriteStat:
+    """Hudi's `HoodieCreateHandle`: a new file group's base file; `dictionary` is the choice of
+    dictionary columns (`encodings.dictionary_choice`), made here on the first file's rows if empty."""
     name = BaseFileName(target.file_id, task.write_token, ctx.instant).name
     path = target.path(name)
     # Sorted before numbering: the parquet writer numbers records in the order it writes them.
@@ -285,7 +288,10 @@ def _write_base_file(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Tab
     rows = _writer_columns(with_meta_columns(upserts, ctx.instant, task.partition_id, [name], [upserts.num_rows],
                                              log_records=False),
                            ctx.writer_schema)
-    data, stats = encode_base_file(rows, ctx.writer_schema, ctx.base_file_options, path=path)
+    if not dictionary and rows.num_rows >= SAMPLE_VALUES:
+        dictionary.update(dictionary_choice(rows))
+    data, stats = encode_base_file(rows, ctx.writer_schema, ctx.base_file_options, path=path,
+                                   dictionary_leaves=dictionary or None)
     markers.create(ctx.storage, ctx.instant, target.partition_path, name, markers.IOType.CREATE)
     if not ctx.storage.create(path, data):
         raise FileExistsError(f"base file {ctx.storage.url(path)} already exists")

@@ -154,8 +154,24 @@ def validate_partition_path(path: str, expected_depth: int) -> str:
     return path
 
 
-def partition_path_problems(paths: pa.Array, expected_depth: int) -> dict[int, str]:
-    """Row -> problem for every refused path; a cheap vectorized screen picks the rows to check."""
+def partition_path_problems(paths: pa.Array | pa.ChunkedArray, expected_depth: int) -> dict[int, str]:
+    """Row -> problem for every refused path, each distinct path checked once (a batch holds few)."""
+    if isinstance(paths, pa.ChunkedArray):
+        paths = paths.combine_chunks()
+    encoded = paths.dictionary_encode()
+    problems = _distinct_problems(encoded.dictionary, expected_depth)
+    codes = encoded.indices
+    missing = np.flatnonzero(codes.is_null().to_numpy(zero_copy_only=False)).tolist() if codes.null_count else []
+    out = dict.fromkeys(missing, partition_path_problem(None, expected_depth))
+    if problems:
+        refused = np.flatnonzero(np.isin(codes.fill_null(-1).to_numpy(zero_copy_only=False), list(problems)))
+        out.update({row: problems[code] for row, code in zip(
+            refused.tolist(), codes.take(pa.array(refused)).to_pylist(), strict=True)})
+    return dict(sorted(out.items()))
+
+
+def _distinct_problems(paths: pa.Array, expected_depth: int) -> dict[int, str]:
+    """Index -> problem for every refused path; a cheap vectorized screen picks the paths to check."""
     if expected_depth == 0:
         suspect = pc.not_equal(paths, pa.scalar(""))
     else:

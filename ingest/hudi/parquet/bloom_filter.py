@@ -96,7 +96,9 @@ def _murmur_rounds(rows: np.ndarray, rounds: int, vector_size: int) -> np.ndarra
 
     One round is Hadoop's `MurmurHash.hash(data, length, seed)`; the next round's seed is this
     round's (signed) result, and the position is `abs(h % vector_size)` with Java's remainder.
-    The mixed 4-byte blocks do not depend on the seed, so they are computed once for all rounds.
+    The mixed 4-byte blocks do not depend on the seed, so they are computed once for all rounds;
+    each round works in place on one row of the hashes, and the positions come from all of them
+    at once (numpy's passes, not their count, are the cost).
     """
     count, length = rows.shape
     nblocks = length // 4
@@ -105,6 +107,7 @@ def _murmur_rounds(rows: np.ndarray, rounds: int, vector_size: int) -> np.ndarra
         k = blocks * _MURMUR_M
         k ^= k >> 24
         k *= _MURMUR_M
+        mixed = [np.ascontiguousarray(k[:, j]) for j in range(nblocks)]
         tail_len = length - nblocks * 4
         tail = np.zeros(count, dtype=np.uint32)
         if tail_len:
@@ -112,23 +115,26 @@ def _murmur_rounds(rows: np.ndarray, rounds: int, vector_size: int) -> np.ndarra
             signed = rows[:, nblocks * 4 :].view(np.int8).astype(np.int32).view(np.uint32)
             for i in range(tail_len):
                 tail ^= signed[:, i] << np.uint32(8 * (tail_len - 1 - i))
-        out = np.empty((count, rounds), dtype=np.int64)
+        hashes = np.empty((rounds, count), dtype=np.uint32)
+        shifted = np.empty(count, dtype=np.uint32)
         seed = np.zeros(count, dtype=np.uint32)
         length_u32 = np.uint32(length)
         for r in range(rounds):
-            h = seed ^ length_u32
-            for j in range(nblocks):
+            h = hashes[r]
+            np.bitwise_xor(seed, length_u32, out=h)
+            for block in mixed:
                 h *= _MURMUR_M
-                h ^= k[:, j]
+                h ^= block
             if tail_len:
                 h ^= tail
                 h *= _MURMUR_M
-            h ^= h >> 13
+            np.right_shift(h, 13, out=shifted)
+            h ^= shifted
             h *= _MURMUR_M
-            h ^= h >> 15
-            out[:, r] = np.abs(h.view(np.int32).astype(np.int64)) % vector_size
+            np.right_shift(h, 15, out=shifted)
+            h ^= shifted
             seed = h
-    return out
+        return (np.abs(hashes.view(np.int32).astype(np.int64)) % vector_size).T
 
 
 def hash_positions(keys: Keys, rounds: int, vector_size: int) -> np.ndarray:

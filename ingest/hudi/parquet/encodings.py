@@ -26,16 +26,23 @@ def dictionary_columns(table: pa.Table, sample: int = SAMPLE_VALUES,
                        known: Mapping[str, bool] | None = None) -> list[str]:
     """The leaf column paths (as pyarrow names them) whose dictionary pays on their first `sample` rows;
     `known` answers for the leaves it names (a merged file keeps the choice of the file it rewrites)."""
-    paths: list[str] = []
+    return [path for path, keep in dictionary_choice(table, sample, known).items() if keep]
+
+
+def dictionary_choice(table: pa.Table, sample: int = SAMPLE_VALUES,
+                      known: Mapping[str, bool] | None = None) -> dict[str, bool]:
+    """Every leaf column path with whether it gets a dictionary (`dictionary_columns`), in the form
+    `known` takes: files written from one batch can share the answer of the first."""
+    choice: dict[str, bool] = {}
     known = known or {}
     for field, column in zip(table.schema, table.columns, strict=True):
         head = column.slice(0, sample)
         values = head.combine_chunks() if head.num_chunks != 1 else head.chunk(0)
-        _collect(field.name, field.type, values, paths, known)
-    return paths
+        _collect(field.name, field.type, values, choice, known)
+    return choice
 
 
-def _collect(path: str, dtype: pa.DataType, values: pa.Array | None, out: list[str],
+def _collect(path: str, dtype: pa.DataType, values: pa.Array | None, out: dict[str, bool],
              known: Mapping[str, bool]) -> None:
     if pa.types.is_struct(dtype):
         for i, child in enumerate(dtype):
@@ -46,12 +53,11 @@ def _collect(path: str, dtype: pa.DataType, values: pa.Array | None, out: list[s
     elif pa.types.is_list(dtype) or pa.types.is_large_list(dtype) or pa.types.is_fixed_size_list(dtype):
         _collect(f"{path}.list.element", dtype.value_type, None, out, known)
     elif pa.types.is_boolean(dtype) or pa.types.is_null(dtype) or _fixed_len_byte_array(dtype):
-        return
+        out[path] = False
     elif path in known:
-        if known[path]:
-            out.append(path)
-    elif values is None or pa.types.is_dictionary(dtype) or _pays(values):
-        out.append(path)
+        out[path] = known[path]
+    else:
+        out[path] = values is None or pa.types.is_dictionary(dtype) or _pays(values)
 
 
 def _fixed_len_byte_array(dtype: pa.DataType) -> bool:
