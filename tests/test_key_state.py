@@ -139,9 +139,15 @@ def test_indexed_state_answers_as_a_brute_force_model(history, probes, global_sc
     identity" model: colliding hashes, keys in several partitions, null keys and partitions (they
     match nothing), base and overlay, folds. Identity is `HoodieKey#equals` (record key and partition
     path), or the record key alone for a global index (`HoodieGlobalSimpleIndex#tagLocationInternal`)."""
-    state = ks.ShardState("s", ks.memory_schema(pa.int64()).empty_table(), ks.memory_schema(pa.int64()).empty_table(),
-                          (), global_scope)
-    model: dict = {}
+    schema = ks.memory_schema(pa.int64())
+
+    def conformed(table: pa.Table) -> pa.Table:
+        return pa.Table.from_arrays([table.column(f.name).cast(f.type) for f in schema], schema=schema)
+
+    # A base of every identity (24 rows: no fold before the third batch, which finds the base indexed).
+    seed = conformed(_changes([(k, p, -1, False) for k in COLLIDING for p in PARTITIONS], "0", global_scope))
+    state = ks.ShardState("s", seed, schema.empty_table(), (), global_scope)
+    model = _as_model(seed, global_scope)
     probe = pa.table({"k": pa.array([p[0] for p in probes], pa.string()),
                       "p": pa.array([p[1] for p in probes], pa.string())})
     keys = ["k"] if global_scope else ["k", "p"]
@@ -154,12 +160,11 @@ def test_indexed_state_answers_as_a_brute_force_model(history, probes, global_sc
         asked = COLLIDING[i % 4:][:3]
         expected_rows = {k: v for k, v in model.items() if (k if global_scope else k[0]) in asked}
         assert _as_model(state.rows_for_keys(pa.array(asked)), global_scope) == expected_rows
-        changes = _changes(rows, f"{i}", global_scope)
-        changes = pa.Table.from_arrays([changes.column(f.name).cast(f.type) for f in state.base.schema],
-                                       schema=state.base.schema)
+        changes = conformed(_changes(rows, f"{i}", global_scope))
         state = state.with_changes(changes)
         model.update(_as_model(changes, global_scope))
         assert _as_model(state.table, global_scope) == model
+    assert khi.index_of(state.base, ks.KEY) is not None, "the base answered through its index"
 
 
 def test_a_warm_batch_hashes_the_batch_not_the_state(monkeypatch):

@@ -3,8 +3,9 @@
 The key index's shard state (`ingest.index.key_state`) is probed with every batch; a hash join built
 on the batch would hash every key of the state each time, a cost in the table's size. This index
 hashes the state's keys once (the 32-bit `String.hashCode`, as Hudi's `HoodieKey` identities hash),
-keeps them sorted together with their row numbers, and answers a probe with two binary searches per
-probing key, the candidates then verified on the strings themselves: a batch costs time in the batch.
+keeps them sorted together with their row numbers (a table of fewer than 2**32 rows), and answers a
+probe with a binary search per probing key, the candidates then verified on the strings themselves:
+a batch costs time in the batch (times the log of the state).
 Identity is the record key with the partition path (`HoodieKey#equals`) unless the index is global
 (`HoodieGlobalSimpleIndex` tags by record key alone); the caller passes the columns that make it up.
 
@@ -30,6 +31,7 @@ _SHIFT = np.uint64(32)
 
 
 def plain_column(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """A dictionary-encoded column decoded (the state holds partitions and file ids that way)."""
     return column.cast(column.type.value_type) if pa.types.is_dictionary(column.type) else column
 
 
@@ -164,24 +166,24 @@ def hashes_of(table: pa.Table, key: str) -> np.ndarray:
 
 def equal_rows(big: pa.Table, big_keys: list[str], big_rows: np.ndarray,
                small: pa.Table, small_keys: list[str]) -> np.ndarray:
-    """Whether each row of `small` equals the row `big_rows` names (-1: none) on every key."""
-    same = big_rows >= 0
-    taken = pa.array(big_rows, mask=~same)
-    for big_key, small_key in zip(big_keys, small_keys, strict=True):
-        ours = plain_column(big.column(big_key).take(taken))
-        theirs = plain_column(small.column(small_key))
-        theirs = theirs.cast(ours.type) if theirs.type != ours.type else theirs
-        same &= np.asarray(pc.fill_null(pc.equal(ours, theirs), False).to_numpy(zero_copy_only=False), dtype=bool)
-    return same
+    """Whether each row of `small` equals the row `big_rows` names (-1: none) on every key (null
+    equals nothing); `small` is read in place, not taken."""
+    return _equal(big, big_keys, pa.array(big_rows, mask=big_rows < 0), small, small_keys, None)
 
 
 def equal_pairs(big: pa.Table, big_keys: list[str], big_rows: np.ndarray,
                 small: pa.Table, small_keys: list[str], small_rows: np.ndarray) -> np.ndarray:
     """Whether each pair of rows is equal on every key (null equals nothing)."""
+    return _equal(big, big_keys, big_rows, small, small_keys, small_rows)
+
+
+def _equal(big: pa.Table, big_keys: list[str], big_rows: pa.Array | np.ndarray,
+           small: pa.Table, small_keys: list[str], small_rows: np.ndarray | None) -> np.ndarray:
     same = np.ones(len(big_rows), dtype=bool)
     for big_key, small_key in zip(big_keys, small_keys, strict=True):
         ours = plain_column(big.column(big_key).take(big_rows))
-        theirs = plain_column(small.column(small_key).take(small_rows))
+        theirs = small.column(small_key)
+        theirs = plain_column(theirs.take(small_rows) if small_rows is not None else theirs)
         theirs = theirs.cast(ours.type) if theirs.type != ours.type else theirs
         same &= np.asarray(pc.fill_null(pc.equal(ours, theirs), False).to_numpy(zero_copy_only=False), dtype=bool)
     return same
