@@ -126,6 +126,8 @@ probe_row = st.tuples(st.one_of(st.none(), st.sampled_from(COLLIDING)), st.one_o
 
 
 def test_colliding_keys_share_one_java_hash():
+    """The crafted keys collide under `java.lang.String#hashCode` (the hash the index sorts by), so the
+    tests below exercise candidates that the strings must tell apart."""
     hashes = java_string_hashes(pa.array(COLLIDING[:4]))
     assert len(set(hashes.tolist())) == 1
 
@@ -169,7 +171,8 @@ def test_indexed_state_answers_as_a_brute_force_model(history, probes, global_sc
 
 def test_a_warm_batch_hashes_the_batch_not_the_state(monkeypatch):
     """Once a shard has been probed twice, a batch hashes only its own keys: the state's index is kept
-    with the base (through `dataclasses.replace`) and derived when changes are applied."""
+    with the base (through `dataclasses.replace`) and derived when changes are applied. The answers
+    stay those of `HoodieKey#equals` identities (record key and partition path)."""
     monkeypatch.setattr(ks, "_OVERLAY_MIN_ROWS", 65_536)
     schema = ks.memory_schema(pa.int64())
 
@@ -196,7 +199,8 @@ def test_a_warm_batch_hashes_the_batch_not_the_state(monkeypatch):
 
 def test_an_index_answers_only_for_its_own_table():
     """An index is found by the table object's identity: an equal table, or a table that later takes
-    the same memory, never answers with another table's rows."""
+    the same memory, never answers with another table's rows (a structure of ours, no Hudi rule; the
+    match itself is `HoodieKey#equals`)."""
     table = pa.table({ks.KEY: ["a", "b"]})
     index = khi.KeyHashIndex.of_hashes(ks.KEY, khi.key_hashes(table.column(ks.KEY)))
     khi.register(table, index)
