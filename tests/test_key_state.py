@@ -113,3 +113,108 @@ def test_segments_of_invisible_instants_are_not_read(tmp_path):
     visible = {"00000000000000001"}
     state = store.load("shard", lambda ts: ts in visible)  # the second batch never committed
     assert _as_model(state.table, False) == {("a", "p0"): (1, False)}
+
+
+# -- the key-hash index (`ingest.index.key_hash_index`) -------------------------------------------------
+
+from ingest.hudi.keygen.bucket_index import java_string_hashes  # noqa: E402
+from ingest.index import key_hash_index as khi  # noqa: E402
+
+# "Aa" and "BB" have the same `String.hashCode`, so every word of them below shares one hash.
+COLLIDING = ["AaAa", "AaBB", "BBAa", "BBBB", "Aa", "BB", "k1", "k2"]
+probe_row = st.tuples(st.one_of(st.none(), st.sampled_from(COLLIDING)), st.one_of(st.none(), st.sampled_from(PARTITIONS)))
+
+
+def test_colliding_keys_share_one_java_hash():
+    """The crafted keys collide under `java.lang.String#hashCode` (the hash the index sorts by), so the
+    tests below exercise candidates that the strings must tell apart."""
+    hashes = java_string_hashes(pa.array(COLLIDING[:4]))
+    assert len(set(hashes.tolist())) == 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(history=st.lists(st.lists(st.tuples(st.sampled_from(COLLIDING), st.sampled_from(PARTITIONS), st.integers(0, 99),
+                                           st.booleans()), max_size=12), min_size=2, max_size=12),
+       probes=st.lists(probe_row, max_size=20), global_scope=st.booleans())
+def test_indexed_state_answers_as_a_brute_force_model(history, probes, global_scope):
+    """A shard kept between batches answers through its key-hash index exactly as the "latest row per
+    identity" model: colliding hashes, keys in several partitions, null keys and partitions (they
+    match nothing), base and overlay, folds. Identity is `HoodieKey#equals` (record key and partition
+    path), or the record key alone for a global index (`HoodieGlobalSimpleIndex#tagLocationInternal`)."""
+    schema = ks.memory_schema(pa.int64())
+
+    def conformed(table: pa.Table) -> pa.Table:
+        return pa.Table.from_arrays([table.column(f.name).cast(f.type) for f in schema], schema=schema)
+
+    # A base of every identity (24 rows: no fold before the third batch, which finds the base indexed).
+    seed = conformed(_changes([(k, p, -1, False) for k in COLLIDING for p in PARTITIONS], "0", global_scope))
+    state = ks.ShardState("s", seed, schema.empty_table(), (), global_scope)
+    model = _as_model(seed, global_scope)
+    probe = pa.table({"k": pa.array([p[0] for p in probes], pa.string()),
+                      "p": pa.array([p[1] for p in probes], pa.string())})
+    keys = ["k"] if global_scope else ["k", "p"]
+    for i, rows in enumerate(history):
+        found = state.lookup(probe, keys, (ks.ORDERING, ks.DELETED)).to_pylist()
+        for (key, partition), got in zip(probes, found, strict=True):
+            expected = None if key is None or (partition is None and not global_scope) else \
+                model.get(key if global_scope else (key, partition))
+            assert (got[ks.ORDERING], got[ks.DELETED]) == (expected or (None, None))
+        asked = COLLIDING[i % 4:][:3]
+        expected_rows = {k: v for k, v in model.items() if (k if global_scope else k[0]) in asked}
+        assert _as_model(state.rows_for_keys(pa.array(asked)), global_scope) == expected_rows
+        changes = conformed(_changes(rows, f"{i}", global_scope))
+        state = state.with_changes(changes)
+        model.update(_as_model(changes, global_scope))
+        assert _as_model(state.table, global_scope) == model
+    assert khi.index_of(state.base, ks.KEY) is not None, "the base answered through its index"
+
+
+def test_a_warm_batch_hashes_the_batch_not_the_state(monkeypatch):
+    """Once a shard has been probed twice, a batch hashes only its own keys: the state's index is kept
+    with the base (through `dataclasses.replace`) and derived when changes are applied. The answers
+    stay those of `HoodieKey#equals` identities (record key and partition path)."""
+    monkeypatch.setattr(ks, "_OVERLAY_MIN_ROWS", 65_536)
+    schema = ks.memory_schema(pa.int64())
+
+    def batch(start: int, n: int) -> pa.Table:
+        table = _changes([(f"key-{i}", "p0", i, False) for i in range(start, start + n)], "1", False)
+        return pa.Table.from_arrays([table.column(f.name).cast(f.type) for f in schema], schema=schema)
+
+    state = ks.ShardState("s", batch(0, 20_000), schema.empty_table(), (), False)
+    hashed = []
+    original = khi.key_hashes
+    monkeypatch.setattr(khi, "key_hashes", lambda column: hashed.append(len(column)) or original(column))
+    for b in range(4):
+        rows = batch(19_900 + 100 * b, 200)
+        probe = pa.table({"k": rows.column(ks.KEY), "p": rows.column(ks.PARTITION)})
+        found = state.lookup(probe, ["k", "p"], (ks.ORDERING,)).column(ks.ORDERING).to_pylist()
+        assert found == [i if i < 20_000 or b and i < 19_900 + 100 * b + 100 else None
+                         for i in range(19_900 + 100 * b, 20_100 + 100 * b)]
+        state = ks.replace(state.with_changes(rows), segments=())
+        if b >= 2:  # the base was indexed by the second batch's probe
+            assert hashed and max(hashed) <= 200, hashed
+        hashed.clear()
+    assert khi.index_of(state.base, ks.KEY) is not None
+
+
+def test_an_index_answers_only_for_its_own_table():
+    """An index is found by the table object's identity: an equal table, or a table that later takes
+    the same memory, never answers with another table's rows (a structure of ours, no Hudi rule; the
+    match itself is `HoodieKey#equals`)."""
+    table = pa.table({ks.KEY: ["a", "b"]})
+    index = khi.KeyHashIndex.of_hashes(ks.KEY, khi.key_hashes(table.column(ks.KEY)))
+    khi.register(table, index)
+    assert khi.index_of(table, ks.KEY) is index
+    assert khi.index_of(pa.table({ks.KEY: ["a", "b"]}), ks.KEY) is None
+    assert khi.index_of(table, "other") is None
+    dead = id(table)
+    del table
+    assert dead not in khi._ENTRIES
+    state = ks.ShardState("s", pa.table({ks.KEY: ["b", "a"], ks.PARTITION: ["p", "p"]}),
+                          pa.table({ks.KEY: pa.array([], pa.string()), ks.PARTITION: pa.array([], pa.string())}), ())
+    probe = pa.table({"k": ["a"], "p": ["p"]})
+    for _ in range(3):  # probed often enough to be indexed
+        state.lookup(probe, ["k", "p"], (ks.KEY,))
+    other = ks.replace(state, base=pa.table({ks.KEY: ["x", "a"], ks.PARTITION: ["p", "p"]}))
+    assert ks.match_rows(other.base, [ks.KEY, ks.PARTITION], probe, ["k", "p"])[0].tolist() == [1]
+    assert ks.match_rows(state.base, [ks.KEY, ks.PARTITION], probe, ["k", "p"])[0].tolist() == [1]

@@ -35,6 +35,7 @@ import pyarrow.parquet as pq
 
 from ingest import parquet_bytes
 from ingest.hudi.timeline.timeline import AUX_FOLDER
+from ingest.index import key_hash_index as khi
 from ingest.storage import Storage
 
 INDEX_ROOT = f"{AUX_FOLDER}/ingest/key_index"
@@ -79,15 +80,11 @@ def memory_schema(ordering_type: pa.DataType | None) -> pa.Schema:
     return schema
 
 
-def _plain_column(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
-    return column.cast(column.type.value_type) if pa.types.is_dictionary(column.type) else column
-
-
 def _plain(table: pa.Table) -> pa.Table:
     """`table` with dictionary-encoded columns decoded (for the small tables handed to callers)."""
     for i, f in enumerate(table.schema):
         if pa.types.is_dictionary(f.type):
-            table = table.set_column(i, f.name, _plain_column(table.column(i)))
+            table = table.set_column(i, f.name, khi.plain_column(table.column(i)))
     return table
 
 
@@ -120,13 +117,38 @@ def _read(storage: Storage, segment: Segment) -> pa.Table:
 
 
 def match_rows(big: pa.Table, big_keys: list[str], small: pa.Table, small_keys: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Row numbers `(in big, in small)` of the pairs equal on the keys (nulls match nothing).
+    """Row numbers `(in big, in small)` of the pairs equal on the keys (nulls match nothing)."""
+    big_rows, small_rows, _ = _match(big, big_keys, small, small_keys)
+    return big_rows, small_rows
 
-    A hash join that builds on `small`: a shard's state probed with one batch costs about as much as
-    reading the state once, where hashing the state itself would cost several times that.
+
+def _match(big: pa.Table, big_keys: list[str], small: pa.Table, small_keys: list[str],
+           small_hashes: np.ndarray | None = None, indexed: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """`match_rows`, plus the hashes of `small`'s first key when `big`'s index answered (pass them
+    back as `small_hashes` to probe another table with the same rows).
+
+    A table probed again (a shard's state kept between batches) answers through its `KeyHashIndex`,
+    in time in `small`; one probed for the first time through a hash join built on `small`, which
+    costs about one reading of `big` where building the index would cost more.
     """
     if big.num_rows == 0 or small.num_rows == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), small_hashes
+    index = khi.index_for_probe(big, big_keys[0]) if indexed else None
+    if index is None:
+        return (*_joined(big, big_keys, small, small_keys), small_hashes)
+    hashes = khi.hashes_of(small, small_keys[0]) if small_hashes is None else small_hashes
+    valid = np.asarray(pc.is_valid(small.column(small_keys[0])).to_numpy(zero_copy_only=False), dtype=bool)
+    first, big_rows, small_rows = index.candidates(hashes, valid)
+    same = khi.equal_rows(big, big_keys, first, small, small_keys)
+    if len(big_rows):
+        other = khi.equal_pairs(big, big_keys, big_rows, small, small_keys, small_rows)
+        return (np.concatenate([first[same], big_rows[other]]),
+                np.concatenate([np.flatnonzero(same), small_rows[other]]), hashes)
+    return first[same], np.flatnonzero(same), hashes
+
+
+def _joined(big: pa.Table, big_keys: list[str], small: pa.Table, small_keys: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs through a hash join that builds on `small`."""
     # The join hashes the first key alone (a record key, nearly unique); the other keys (a partition,
     # dictionary-encoded in the state) are compared on the matched pairs only.
     first = big.column(big_keys[0])
@@ -137,12 +159,7 @@ def match_rows(big: pa.Table, big_keys: list[str], small: pa.Table, small_keys: 
     joined = left.join(right, keys="_ingest_k", join_type="inner", use_threads=False)
     big_rows, small_rows = joined.column(_BIG_ROW).to_numpy(), joined.column(_SMALL_ROW).to_numpy()
     if len(big_keys) > 1 and len(big_rows):
-        same = np.ones(len(big_rows), dtype=bool)
-        for big_key, small_key in zip(big_keys[1:], small_keys[1:], strict=True):
-            ours = _plain_column(big.column(big_key).take(big_rows))
-            theirs = _plain_column(small.column(small_key).take(small_rows))
-            theirs = theirs.cast(ours.type) if theirs.type != ours.type else theirs
-            same &= np.asarray(pc.fill_null(pc.equal(ours, theirs), False).to_numpy(zero_copy_only=False), dtype=bool)
+        same = khi.equal_pairs(big, big_keys[1:], big_rows, small, small_keys[1:], small_rows)
         big_rows, small_rows = big_rows[same], small_rows[same]
     return big_rows, small_rows
 
@@ -154,21 +171,29 @@ def _identity_keys(global_scope: bool) -> list[str]:
     return [KEY] if global_scope else [KEY, PARTITION]
 
 
-def _apply(base: pa.Table, changes: pa.Table, global_scope: bool) -> pa.Table:
-    """`base` (one row per identity) with `changes` (one row per identity) applied: a hash anti-join
-    built on the changes, so a batch costs time in the shard's size without sorting or hashing it."""
+def _apply(base: pa.Table, changes: pa.Table, global_scope: bool, indexed: bool = True) -> pa.Table:
+    """`base` (one row per identity) with `changes` (one row per identity) applied.
+
+    The replaced rows are found by probing `base` with the changes (see `_match`); when `base` has an
+    index, the result gets one derived from it, so a state kept between batches is never hashed again.
+    """
     if changes.num_rows == 0:
         return base
     if base.num_rows == 0:
         return changes
     keys = _identity_keys(global_scope)
-    replaced, _ = match_rows(base, keys, changes, keys)
+    replaced, _, hashes = _match(base, keys, changes, keys, indexed=indexed)
     keep = np.ones(base.num_rows, dtype=bool)
     keep[replaced] = False
     kept = base.filter(pa.array(keep))
     if kept.num_columns and kept.column(0).num_chunks > 16:
         kept = kept.combine_chunks()
-    return pa.concat_tables([kept, changes])
+    applied = pa.concat_tables([kept, changes])
+    parent = khi.index_of(base, KEY)
+    if parent is not None and hashes is not None:
+        added = khi.index_of(changes, KEY) or khi.KeyHashIndex.of_hashes(KEY, hashes)
+        khi.register(applied, parent.after_apply(keep, added))
+    return applied
 
 
 def _fold(tables: list[pa.Table], global_scope: bool) -> pa.Table:
@@ -198,6 +223,15 @@ class ShardState:
     def deltas_since_base(self) -> int:
         return sum(1 for s in self.segments if s.kind == "delta")
 
+    def _parts(self) -> tuple[tuple[pa.Table, bool], ...]:
+        """The base and the overlay, each with whether it is probed through a `KeyHashIndex`.
+
+        The overlay changes with every batch: deriving its index each time (a sort and a renumbering
+        of every overlay row, in random order) cost more than the hash join built on the batch, so it
+        is joined; the base, probed by every batch until a fold replaces it, is indexed.
+        """
+        return (self.base, True), (self.overlay, False)
+
     @functools.cached_property
     def table(self) -> pa.Table:
         """Every identity's current row (base and overlay merged)."""
@@ -207,10 +241,10 @@ class ShardState:
         """`columns` of the state row of each of `rows` (matched on `keys`, in the state's key order:
         key, and partition unless global), null where the state has none."""
         state_keys = _identity_keys(self.global_scope)
-        found = []
-        for part in (self.base, self.overlay):
+        found, hashes = [], None
+        for part, indexed in self._parts():
             rows_in_part = np.full(rows.num_rows, -1, dtype=np.int64)
-            in_part, at = match_rows(part, state_keys, rows, keys)
+            in_part, at, hashes = _match(part, state_keys, rows, keys, hashes, indexed)
             rows_in_part[at] = in_part
             found.append(rows_in_part)
         # Taken from each part on its own: taking from the two as one table would concatenate them.
@@ -225,15 +259,14 @@ class ShardState:
 
     def rows_for_keys(self, keys: pa.Array | pa.ChunkedArray) -> pa.Table:
         """The current rows of the given record keys (in any partition)."""
-        if isinstance(keys, pa.ChunkedArray):
-            keys = keys.combine_chunks()
-        base = self.base.filter(pc.is_in(self.base.column(KEY), value_set=keys))
-        overlay = self.overlay.filter(pc.is_in(self.overlay.column(KEY), value_set=keys))
+        probe = pa.table({KEY: keys})
+        base, overlay = (part.take(np.unique(_match(part, [KEY], probe, [KEY], indexed=indexed)[0]))
+                         for part, indexed in self._parts())
         return _plain(_apply(base, overlay, self.global_scope))
 
     def with_changes(self, changes: pa.Table) -> ShardState:
         """This state with `changes` applied (the overlay takes them; a large overlay joins the base)."""
-        return _normalized(replace(self, overlay=_apply(self.overlay, changes, self.global_scope)))
+        return _normalized(replace(self, overlay=_apply(self.overlay, changes, self.global_scope, indexed=False)))
 
 
 _OVERLAY_MIN_ROWS = 65_536
@@ -277,7 +310,8 @@ class _ShardCache:
 
 
 def _size(state: ShardState) -> int:
-    return state.base.nbytes + state.overlay.nbytes
+    indexes = (khi.index_of(part, KEY) for part in (state.base, state.overlay))
+    return state.base.nbytes + state.overlay.nbytes + sum(i.nbytes for i in indexes if i is not None)
 
 
 _CACHE = _ShardCache(int(os.environ.get("INGEST_KEY_INDEX_CACHE_MB", "512")) * 1024 * 1024)
