@@ -145,6 +145,10 @@ def test_a_first_batch_learns_its_width_from_its_first_rows_unless_a_shuffle_com
     assert sampled_row_bytes(df, rows=1000) == pytest.approx(table.slice(0, 1000).nbytes / 1000, rel=0.05)
     assert sampled_row_bytes(df.repartition(2, "id")) is None
     assert sampled_row_bytes(df.filter("n < 0")) is None  # no rows: nothing learned
+    from pyspark.sql import functions as F
+
+    failing = df.select(F.udf(lambda n: 1 // (n - n), "int")("n").alias("n"))
+    assert sampled_row_bytes(failing) is None  # the write itself reports rows that cannot be read
 
 
 def test_spark_hands_python_batches_of_the_bounded_rows(spark):
