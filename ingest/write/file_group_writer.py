@@ -46,7 +46,7 @@ from ingest.hudi.parquet.base_file import (
     merged_bloom_filter,
     read_base_file_and_footer,
 )
-from ingest.hudi.parquet.encodings import SAMPLE_VALUES, dictionary_choice
+from ingest.hudi.parquet.encodings import dictionary_choice, settled_by
 from ingest.hudi.table import markers
 from ingest.hudi.table.file_names import BaseFileName, LogFileName, make_write_token
 from ingest.hudi.timeline.commit_metadata import NULL_COMMIT, RuntimeStats, WriteStat
@@ -288,7 +288,7 @@ def _write_base_file(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Tab
     rows = _writer_columns(with_meta_columns(upserts, ctx.instant, task.partition_id, [name], [upserts.num_rows],
                                              log_records=False),
                            ctx.writer_schema)
-    if not dictionary and rows.num_rows >= SAMPLE_VALUES:
+    if not dictionary and settled_by(rows.num_rows):
         dictionary.update(dictionary_choice(rows))
     data, stats = encode_base_file(rows, ctx.writer_schema, ctx.base_file_options, path=path,
                                    dictionary_leaves=dictionary or None)
@@ -357,7 +357,7 @@ def _merge_base_file(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Tab
         added = new_keys.take(pa.array(order[len(order) - inserted:] - old.num_rows))
         filt = merged_bloom_filter(footer, ctx.base_file_options, added)
     data, _ = encode_base_file(rows, ctx.writer_schema, ctx.base_file_options, path=path, bloom_filter=filt,
-                               dictionary_leaves=footer.dictionary_leaves if len(old) >= SAMPLE_VALUES else None)
+                               dictionary_leaves=footer.dictionary_leaves if settled_by(len(old)) else None)
     markers.create(ctx.storage, ctx.instant, target.partition_path, name, markers.IOType.MERGE)
     if not ctx.storage.create(path, data):
         raise FileExistsError(f"base file {ctx.storage.url(path)} already exists")

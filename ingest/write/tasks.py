@@ -514,7 +514,8 @@ def estimated_insert_counts(plan: WritePlan, tagged: pa.Table, tasks_count: int,
 
 
 def write_tasks(plan: WritePlan, tasks_count: int) -> dict[tuple[str, str], int]:
-    """The write task of each small file, the largest first onto the least loaded task.
+    """The write task of each existing file group the plan can weigh, the largest first onto the least
+    loaded task.
 
     Hudi gives every file group a Spark partition of its own (`UpsertPartitioner.getPartition`), so
     Spark's scheduler evens the work out; here a fixed number of tasks writes them, decided before any

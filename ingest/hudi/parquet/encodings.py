@@ -42,6 +42,12 @@ def dictionary_choice(table: pa.Table, sample: int = SAMPLE_VALUES,
     return choice
 
 
+def settled_by(num_rows: int) -> bool:
+    """Whether a choice made on `num_rows` rows fills the sample, so that a file starting with them (a
+    merge's rewrite) or holding rows of the same batch can take it instead of sampling again."""
+    return num_rows >= SAMPLE_VALUES
+
+
 def _collect(path: str, dtype: pa.DataType, values: pa.Array | None, out: dict[str, bool],
              known: Mapping[str, bool]) -> None:
     if pa.types.is_struct(dtype):
