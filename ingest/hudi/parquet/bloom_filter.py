@@ -46,7 +46,7 @@ DEFAULT_TYPE_CODE = DYNAMIC_V0
 MURMUR_HASH = 1  # org.apache.hadoop.util.hash.Hash.MURMUR_HASH; Hudi never writes another type
 _FILTER_VERSION = -1  # Hadoop Filter.VERSION: negative so old, unversioned filters stay readable
 _MURMUR_M = np.uint32(0x5BD1E995)
-_CHUNK = 1 << 16  # keys hashed per numpy pass: bounds the (keys x hashes) position matrix
+_CHUNK = 1 << 14  # keys hashed per numpy pass: the (hashes x keys) positions stay in cache
 
 Keys = str | Iterable[str] | pa.Array | pa.ChunkedArray
 
@@ -92,13 +92,15 @@ def _utf8_keys(keys: Keys) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _murmur_rounds(rows: np.ndarray, rounds: int, vector_size: int) -> np.ndarray:
-    """Positions of keys of equal byte length (`rows`: keys x length) for `rounds` chained rounds.
+    """Positions (rounds x keys, uint32) of keys of equal byte length (`rows`: keys x length) for
+    `rounds` chained rounds.
 
     One round is Hadoop's `MurmurHash.hash(data, length, seed)`; the next round's seed is this
-    round's (signed) result, and the position is `abs(h % vector_size)` with Java's remainder.
-    The mixed 4-byte blocks do not depend on the seed, so they are computed once for all rounds;
-    each round works in place on one row of the hashes, and the positions come from all of them
-    at once (numpy's passes, not their count, are the cost).
+    round's (signed) result, and the position is `abs(h % vector_size)` with Java's remainder, which
+    is `|h| % vector_size` on 32 unsigned bits (|Integer.MIN_VALUE| is 2^31 there, as Java's
+    remainder of it gives). The mixed 4-byte blocks do not depend on the seed, so they are computed
+    once for all rounds; each round works in place on one row of the hashes, and the positions come
+    from all of them at once (numpy's passes, not their count, are the cost).
     """
     count, length = rows.shape
     nblocks = length // 4
@@ -134,23 +136,30 @@ def _murmur_rounds(rows: np.ndarray, rounds: int, vector_size: int) -> np.ndarra
             np.right_shift(h, 15, out=shifted)
             h ^= shifted
             seed = h
-        return (np.abs(hashes.view(np.int32).astype(np.int64)) % vector_size).T
+        signed_hashes = hashes.view(np.int32)
+        np.abs(signed_hashes, out=signed_hashes)  # Integer.MIN_VALUE stays 0x80000000: 2^31 unsigned
+        np.remainder(hashes, np.uint32(vector_size), out=hashes)
+        return hashes
 
 
 def hash_positions(keys: Keys, rounds: int, vector_size: int) -> np.ndarray:
     """Bit positions (keys x rounds) Hadoop's `HashFunction` gives the keys' UTF-8 bytes."""
     data, offsets = _utf8_keys(keys)
-    return _positions(data, offsets, 0, len(offsets) - 1, rounds, vector_size)
+    return _positions(data, offsets, 0, len(offsets) - 1, rounds, vector_size).T.astype(np.int64)
 
 
 def _positions(data: np.ndarray, offsets: np.ndarray, start: int, stop: int, rounds: int, vector_size: int) -> np.ndarray:
+    """Positions (rounds x keys, uint32) of keys `start:stop`, computed per byte length."""
     starts = offsets[start:stop]
     lengths = offsets[start + 1 : stop + 1] - starts
-    out = np.empty((stop - start, rounds), dtype=np.int64)
-    for length in np.unique(lengths):
+    distinct = np.unique(lengths)
+    if len(distinct) == 1:
+        length = int(distinct[0])
+        return _murmur_rounds(data[starts[:, None] + np.arange(length)], rounds, vector_size)
+    out = np.empty((rounds, stop - start), dtype=np.uint32)
+    for length in distinct:
         index = np.nonzero(lengths == length)[0]
-        rows = data[starts[index, None] + np.arange(length)]
-        out[index] = _murmur_rounds(rows, rounds, vector_size)
+        out[:, index] = _murmur_rounds(data[starts[index, None] + np.arange(length)], rounds, vector_size)
     return out
 
 
@@ -179,12 +188,15 @@ class BloomFilter(ABC):
         data, offsets = _utf8_keys(keys)
         n = len(offsets) - 1
         rows = self._assign_rows(n)
+        bits = _BitSetter(self._rows, unpack=n * self.num_hashes > len(self._rows[0]))
         for start in range(0, n, _CHUNK):
             stop = min(n, start + _CHUNK)
             positions = _positions(data, offsets, start, stop, self.num_hashes, self.vector_size)
             chunk_rows = rows[start:stop]
-            for row in np.unique(chunk_rows):
-                _set_bits(self._rows[row], positions[chunk_rows == row].ravel())
+            used = np.unique(chunk_rows).tolist()
+            for row in used:
+                bits.set(row, positions if len(used) == 1 else positions[:, chunk_rows == row])
+        bits.done()
 
     def might_contain(self, key: str) -> bool:
         return bool(self.might_contain_all([key])[0])
@@ -198,7 +210,7 @@ class BloomFilter(ABC):
             stop = min(n, start + _CHUNK)
             positions = _positions(data, offsets, start, stop, self.num_hashes, self.vector_size)
             for bits in self._rows:
-                result[start:stop] |= _bits_at(bits, positions).all(axis=1)
+                result[start:stop] |= _bits_at(bits, positions).all(axis=0)
         return result
 
     @abstractmethod
@@ -226,15 +238,27 @@ class BloomFilter(ABC):
         return np.zeros((self.vector_size + 7) // 8, dtype=np.uint8)
 
 
-def _set_bits(row: np.ndarray, positions: np.ndarray) -> None:
-    """Set bits `positions` of a packed row (repeats allowed). Many positions are set in an unpacked
-    copy (one pass each way over the row beats `bitwise_or.at` on millions of positions)."""
-    if len(positions) > len(row):
-        bits = np.unpackbits(row, bitorder="little")
-        bits[positions] = 1
-        row[:] = np.packbits(bits, bitorder="little")
-    else:
-        np.bitwise_or.at(row, positions >> 3, np.left_shift(1, positions & 7).astype(np.uint8))
+class _BitSetter:
+    """Sets bits in packed rows: a few straight into the packed bytes, many in an unpacked copy of
+    each row they touch, packed back once in `done` (unpacking and packing a row for every chunk of
+    keys costs more than hashing the chunk)."""
+
+    def __init__(self, rows: list[np.ndarray], unpack: bool):
+        self.rows = rows
+        self.unpacked: dict[int, np.ndarray] | None = {} if unpack else None
+
+    def set(self, row: int, positions: np.ndarray) -> None:
+        positions = positions.ravel()
+        if self.unpacked is None:
+            np.bitwise_or.at(self.rows[row], positions >> 3, np.left_shift(1, positions & 7).astype(np.uint8))
+            return
+        if row not in self.unpacked:
+            self.unpacked[row] = np.unpackbits(self.rows[row], bitorder="little")
+        self.unpacked[row][positions] = 1
+
+    def done(self) -> None:
+        for row, bits in (self.unpacked or {}).items():
+            self.rows[row][:] = np.packbits(bits, bitorder="little")
 
 
 def _bits_at(row: np.ndarray, positions: np.ndarray) -> np.ndarray:
