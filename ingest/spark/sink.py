@@ -386,8 +386,9 @@ class SparkEngine:
 
             return _parse_results(routed.mapInArrow(measured(write_all, counters), RESULT_SCHEMA).collect())
 
-        write_task = functools.partial(tasks.write_task, tasks.write_tasks(plan, n_tasks), n_tasks)
-        keys = routing.slot_keys(prepared.df.sparkSession, n_tasks)
+        n_writers = WRITERS_PER_CORE * n_tasks
+        write_task = functools.partial(tasks.write_task, tasks.write_tasks(plan, n_writers), n_writers)
+        keys = routing.slot_keys(prepared.df.sparkSession, n_writers)
 
         def tag_and_place(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             table = _table(batches)
@@ -401,11 +402,15 @@ class SparkEngine:
                 yield _result_batch(tasks.write_groups(plan, table, _task()))
 
         packed = routed.mapInArrow(measured(tag_and_place, counters), PACKED_SCHEMA)
-        groups = packed.repartition(n_tasks, routing.SLOT)
+        groups = packed.repartition(n_writers, routing.SLOT)
         return _parse_results(groups.mapInArrow(measured(write, counters), RESULT_SCHEMA).collect())
 
 
 SMALL_BATCH_ROWS = 20_000
+# Write tasks per core in a key-index batch: new file groups go to a task by a hash of their name,
+# so with one task per core a load of a few new groups often left one core idle; Spark hands the
+# smaller tasks to whichever core is free.
+WRITERS_PER_CORE = 2
 
 
 class HudiSink:
