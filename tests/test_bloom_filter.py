@@ -186,6 +186,30 @@ def test_dynamic_filter_grows_then_round_robins_like_hudi():
     assert parsed.might_contain_all(keys).all()
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(key_text, min_size=1, max_size=60), st.integers(1, 9), st.integers(2, 12), st.integers(1, 40),
+       st.integers(1, 3))
+def test_filter_equals_plain_transcription_across_chunks_and_rows(keys, chunk, num_entries, max_entries, calls):
+    # Chunks of a few keys, rows that change inside a chunk (growing, then round-robin), keys of every
+    # length in one chunk, and both ways of setting bits (few keys into the packed row, many through
+    # an unpacked copy): the Java transcription, one key at a time, is the reference.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(bf, "_CHUNK", chunk)
+        ours = bf.DynamicBloomFilter.create(num_entries=num_entries, fpp=0.1, max_entries=max_entries)
+        plain = PlainDynamicFilter(ours.vector_size, ours.num_hashes, num_entries, max_entries)
+        step = -(-len(keys) // calls)
+        for start in range(0, len(keys), step):
+            ours.add_all(keys[start:start + step])
+            for k in keys[start:start + step]:
+                plain.add(k)
+        assert ours.serialize() == plain.serialize()
+        assert ours.might_contain_all(keys).all()
+        others = [k + "#" for k in keys]
+        expected = [any(set(java_positions(k, ours.num_hashes, ours.vector_size)) <= row for row in plain.matrix)
+                    for k in others]
+        assert ours.might_contain_all(others).tolist() == expected
+
+
 def test_parsed_dynamic_filter_keeps_growing_as_hudi_does_after_readfields():
     # Hudi's readFields leaves maxNr at 0, so a full parsed filter never adds rows.
     ours = bf.DynamicBloomFilter.create(num_entries=20, fpp=0.05, max_entries=1000)
