@@ -25,7 +25,7 @@ import posixpath
 import struct
 import time
 from collections import deque
-from collections.abc import Container, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -195,27 +195,32 @@ def write_file_group(
 
 def write_file_groups(
     ctx: WriteContext,
-    groups: Sequence[tuple[FileGroupTarget, pa.Table, pa.Table]],
+    groups: Iterable[tuple[FileGroupTarget, pa.Table, pa.Table]],
     task: TaskIdentity,
 ) -> list[WriteStat]:
-    """Write several file groups' upserts and deletes; the log groups' records are encoded in one pass."""
-    stats: list[WriteStat | None] = [None] * len(groups)
-    logs = []
+    """Write several file groups' upserts and deletes, in order; the log groups' records are encoded in
+    one pass. Base files and merges are written as their groups come, so a lazy `groups` is held one
+    group at a time, except for the log groups, which wait for the encoder."""
+    stats: dict[int, WriteStat] = {}
+    logs: list[tuple[int, tuple[FileGroupTarget, pa.Table, pa.Table]]] = []
     dictionary: dict[str, bool] = {}  # new base files hold rows of one batch: they share the first's choice
-    for i, (target, upserts, deletes) in enumerate(groups):
+    i = -1
+    for group in groups:  # no enumerate: its reused result tuple would hold the last group a step longer
+        i += 1
+        target, upserts, deletes = group
         if writes_base_file(ctx, target, deletes):
             stats[i] = _write_base_file(ctx, target, upserts, task, time.monotonic(), dictionary)
         elif _merges(ctx, target, upserts):
             stats[i] = _merge_base_file(ctx, target, upserts, deletes, task, time.monotonic())
         else:
-            logs.append(i)
+            logs.append((i, group))
+        del group, upserts  # before the next group is made: a lazy caller's rows, one group at a time
     if logs:
         started = time.monotonic()
-        contents = _data_contents(ctx, [groups[i] for i in logs], task)
-        for i, blocks in zip(logs, contents, strict=True):
-            target, upserts, deletes = groups[i]
+        contents = _data_contents(ctx, [group for _, group in logs], task)
+        for (i, (target, upserts, deletes)), blocks in zip(logs, contents, strict=True):
             stats[i] = _write_log(ctx, target, upserts, deletes, blocks, task, started)
-    return [s for s in stats if s is not None]
+    return [stats[i] for i in sorted(stats)]
 
 
 def writes_base_file(ctx: WriteContext, target: FileGroupTarget, deletes: pa.Table) -> bool:

@@ -20,7 +20,7 @@ and the two passes run as one Spark job with nothing between them on the driver.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -211,32 +211,66 @@ def _narrow(records: pa.Table, ordering_field: str | None) -> pa.Table:
     return narrow.append_column(WIDE_ROW, pa.array(np.arange(records.num_rows, dtype=np.int64)))
 
 
-def _widen(plan: WritePlan, records: pa.Table, writes: list[tuple]) -> list[tuple]:
-    """`writes` with their narrow rows given the data columns of the `records` they stand for.
+RUN_BYTES = 32 << 20  # new base files' data columns are taken about this many bytes at a time
 
-    One `take` for every group, then zero-copy slices: a take per group cost four times as much
-    (32 groups of 15,000 rows out of 500,000). Rows bound for a new base file come in record-key
-    order, the order `_write_base_file` writes them in, so it need not move every column again.
+
+def _runs(sizes: list[int], limit: int) -> list[list[int]]:
+    """Consecutive indexes of `sizes` cut into runs of at most `limit` in total (at least one each)."""
+    runs: list[list[int]] = []
+    total = limit
+    for i, size in enumerate(sizes):
+        if total + size > limit:
+            runs.append([])
+            total = 0
+        runs[-1].append(i)
+        total += size
+    return runs
+
+
+def _widen(plan: WritePlan, records: pa.Table, writes: list[tuple]) -> Iterator[tuple]:
+    """`writes` with their narrow rows given the data columns of the `records` they stand for, in order.
+
+    Data columns are taken for many groups at once, then sliced without copying: a take per group
+    costs more than one for all of them. Groups written into logs or merged are taken together up
+    front (the encoder reads them as one table). New base files' groups, the whole of a bulk load,
+    are taken in runs of about `RUN_BYTES`, each when the writer comes to it: the task then holds a
+    run's copy of the data instead of a second copy of all of it (which a fresh Python worker also
+    pays for in page faults). Their rows come in record-key order, the order `_write_base_file`
+    writes them in, so it need not move every column again.
     """
-    ordered, rows = [], []
-    for target, narrow, deletes in writes:
-        if writes_base_file(plan.write, target, deletes) and narrow.num_rows > 1:
-            narrow = narrow.take(pc.sort_indices(narrow.column(pcb.KEY)))
-        ordered.append(narrow)
-        rows.append(narrow.column(WIDE_ROW))
-    if not ordered:
-        return []
     data = records.drop_columns(_decisive(records, plan.ordering_field)).combine_chunks()
-    chunks = [c.cast(pa.int64()) for r in rows for c in r.chunks]
-    data = data.take(pa.concat_arrays(chunks) if chunks else pa.array([], pa.int64()))
-    out, start = [], 0
-    for (target, _, deletes), narrow in zip(writes, ordered, strict=True):
-        part = data.slice(start, narrow.num_rows)
-        start += narrow.num_rows
-        narrow = narrow.drop_columns([WIDE_ROW])
-        out.append((target, pa.Table.from_arrays(narrow.columns + part.columns,
-                                                 names=narrow.column_names + part.column_names), deletes))
-    return out
+    own = [writes_base_file(plan.write, target, deletes) for target, _, deletes in writes]
+    narrows: dict[int, pa.Table] = {}  # group -> its narrow rows in write order, once its run is taken
+    taken: dict[int, tuple[pa.Table, int]] = {}  # group -> its run's taken rows, and where its own start
+
+    def take(groups: list[int]) -> None:
+        for i in groups:
+            narrow = writes[i][1]
+            if own[i] and narrow.num_rows > 1:
+                narrow = narrow.take(pc.sort_indices(narrow.column(pcb.KEY)))
+            narrows[i] = narrow
+        chunks = [c.cast(pa.int64()) for i in groups for c in narrows[i].column(WIDE_ROW).chunks]
+        rows = data.take(pa.concat_arrays(chunks)) if chunks else data.slice(0, 0)
+        start = 0
+        for i in groups:
+            taken[i] = (rows, start)
+            start += narrows[i].num_rows
+
+    take([i for i, base in enumerate(own) if not base])
+    base_groups = [i for i, base in enumerate(own) if base]
+    per_row = data.nbytes / max(1, data.num_rows)
+    runs = _runs([writes[i][1].num_rows for i in base_groups], max(1, int(RUN_BYTES // max(per_row, 1))))
+    run_of = {base_groups[j]: [base_groups[k] for k in run] for run in runs for j in run}
+    for i, (target, _, deletes) in enumerate(writes):
+        if i not in taken:
+            take(run_of[i])
+        rows, start = taken.pop(i)
+        narrow = narrows.pop(i).drop_columns([WIDE_ROW])
+        part = rows.slice(start, narrow.num_rows)
+        del rows
+        yield (target, pa.Table.from_arrays(narrow.columns + part.columns,
+                                            names=narrow.column_names + part.column_names), deletes)
+        del narrow, part  # else they would hold this run's rows while the next run is taken
 
 
 def bucket_task(plan: WritePlan, records: pa.Table, task: TaskIdentity) -> TaskResult:
@@ -270,8 +304,7 @@ def bucket_task(plan: WritePlan, records: pa.Table, task: TaskIdentity) -> TaskR
         changes = state_changes(upserts, resolved.deleted_state, plan.ordering_field, plan.ordering_type, plan.instant)
         pending_state.append((state, changes))
         results.append(TaskResult((), (), _counts(resolved, upserts)))
-    writes = _widen(plan, records, writes)
-    stats = tuple(write_file_groups(plan.write, writes, task)) if writes else ()
+    stats = tuple(write_file_groups(plan.write, _widen(plan, records, writes), task)) if writes else ()
     segments = tuple(_write_segment(plan, store, state, changes) for state, changes in pending_state if changes.num_rows)
     return TaskResult.merge([*results, TaskResult(stats, segments, {})])
 
