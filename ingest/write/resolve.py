@@ -104,12 +104,17 @@ def resolve(
 
     update_in_place = data & live & ~moved
     file_ids = pc.if_else(pa.array(update_in_place), joined.column(S_FILE_ID), pa.nulls(n, pa.string())) if n else pa.array([], pa.string())
-    upserts = joined.filter(pa.array(data))
-    upserts = upserts.append_column(FILE_ID, file_ids.filter(pa.array(data)))
+    every = bool(data.all())  # a load of new keys: filtering would only copy every column
+
+    def upsert_rows(values):
+        return values if every else values.filter(pa.array(data))
+
+    upserts = upsert_rows(joined)
+    upserts = upserts.append_column(FILE_ID, upsert_rows(file_ids))
     upserts = upserts.append_column(IS_UPDATE, pa.array(update_in_place[data]))
     again = data & has_state & state_deleted & same_partition
     deleted_in = pc.if_else(pa.array(again), joined.column(S_FILE_ID), pa.nulls(n, pa.string())) if n else pa.array([], pa.string())
-    upserts = upserts.append_column(DELETED_IN, deleted_in.filter(pa.array(data)))
+    upserts = upserts.append_column(DELETED_IN, upsert_rows(deleted_in))
     upserts = upserts.drop_columns([S_PARTITION, S_FILE_ID, S_ORDERING, S_DELETED])
 
     to_delete = delete_effective | moved
