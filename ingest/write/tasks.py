@@ -103,10 +103,9 @@ def route(plan: WritePlan, records: pa.Table) -> pa.Table:
     return records.append_column(SHARD, pa.array(key_shards(records.column(pcb.KEY), plan.shards).astype(np.int32)))
 
 
-def _groups(table: pa.Table, columns: list[str]) -> Iterable[tuple[tuple, pa.Table]]:
-    """Contiguous groups of rows sharing `columns`, in sorted order."""
-    if table.num_rows == 0:
-        return
+def _group_order(table: pa.Table, columns: list[str]) -> tuple[np.ndarray, list[int]]:
+    """The row order that sorts `table` by `columns` (stable), and where each group of rows sharing
+    them starts in that order (then the row count)."""
     codes = []
     for name in columns:
         col = table.column(name)
@@ -118,13 +117,20 @@ def _groups(table: pa.Table, columns: list[str]) -> Iterable[tuple[tuple, pa.Tab
             codes.append(np.asarray(col.dictionary_encode(null_encoding="encode").indices.to_numpy(
                 zero_copy_only=False), dtype=np.int64))
     order = np.lexsort(codes[::-1])
-    ordered = table.take(pa.array(order))
     sorted_codes = [c[order] for c in codes]
     change = np.zeros(len(order), dtype=bool)
     change[0] = True
     for c in sorted_codes:
         change[1:] |= c[1:] != c[:-1]
-    starts = np.flatnonzero(change).tolist() + [len(order)]
+    return order, np.flatnonzero(change).tolist() + [len(order)]
+
+
+def _groups(table: pa.Table, columns: list[str]) -> Iterable[tuple[tuple, pa.Table]]:
+    """Contiguous groups of rows sharing `columns`, in sorted order."""
+    if table.num_rows == 0:
+        return
+    order, starts = _group_order(table, columns)
+    ordered = table.take(pa.array(order))
     for begin, end in zip(starts[:-1], starts[1:], strict=True):
         group = ordered.slice(begin, end - begin)
         yield tuple(group.column(c)[0].as_py() for c in columns), group
