@@ -1,4 +1,5 @@
-"""A bulk load's task takes its base files' data columns in runs (`tasks._widen`), not all at once.
+"""A write task takes its file groups' rows in runs, not all at once: a bulk load's base files on the
+bucket index (`tasks._widen`), every file group of the key index's write pass (`tasks._file_group_writes`).
 
 The files must not depend on how the rows were taken: each new base file holds its group's rows in
 record-key order, numbered from 0 (`HoodieCreateHandle` via `HoodieRecord.generateSequenceId`), whatever
@@ -17,7 +18,7 @@ from ingest.hudi.table.table import HudiTable
 from ingest.write import file_group_writer, tasks
 from ingest.write.batch import LocalWriter
 from ingest.write.file_group_writer import InsertMode
-from ingest.write.options import IndexOptions, IndexType, WriteOptions
+from ingest.write.options import IndexOptions, IndexType, SmallFileOptions, WriteOptions
 
 ROWS = 20_000
 WIDE = 400  # bytes of one string column per row: about 8 MB of data columns in all
@@ -33,22 +34,33 @@ def batch() -> pa.Table:
     })
 
 
-def options(path) -> WriteOptions:
+INDEXES = {
+    # Bulk load on the bucket index: new file groups as base files.
+    "bucket": dict(index=IndexOptions(type=IndexType.BUCKET, bucket_count=4), insert_mode=InsertMode.BASE),
+    # The default configuration (the key index, new keys into base files): a small file size limit
+    # spreads the keys over several new file groups per partition.
+    "key": dict(index=IndexOptions(type=IndexType.KEY), insert_mode=None, file_group_max_bytes=1 << 20,
+                small_files=SmallFileOptions(record_size_estimate=WIDE)),
+}
+
+
+def options(path, index: str = "bucket") -> WriteOptions:
     return WriteOptions(table_path=str(path), table_name="runs", hudi={
         "hoodie.datasource.write.recordkey.field": "id", "hoodie.datasource.write.partitionpath.field": "part",
         "hoodie.datasource.write.precombine.field": "ts",
-    }, index=IndexOptions(type=IndexType.BUCKET, bucket_count=4), insert_mode=InsertMode.BASE)
+    }, **INDEXES[index])
 
 
 def base_files(path) -> dict[tuple[str, str], pa.Table]:
-    """Each base file's rows by (partition, bucket), less the columns that name the instant or file."""
+    """Each base file's rows by (partition, its first record key), less the columns that name the
+    instant or file (new file ids derive from the instant)."""
     table = HudiTable.open(str(path))
     stats = table.commit_metadata(table.timeline().last_completed()).all_write_stats()
     out = {}
     for stat in stats:
         rows = pq.read_table(table.storage.url(stat.path))
-        bucket = stat.file_id[:8]  # Hudi's bucket file ids start with the bucket number
-        out[(stat.partition_path, bucket)] = rows.drop_columns(
+        first = rows.column(avro.RECORD_KEY)[0].as_py()
+        out[(stat.partition_path, first)] = rows.drop_columns(
             [avro.COMMIT_TIME, avro.COMMIT_SEQNO, avro.FILE_NAME]).append_column(
             "seqno_number", pa.array([s.rsplit("_", 1)[1] for s in rows.column(avro.COMMIT_SEQNO).to_pylist()]))
     return out
@@ -61,13 +73,15 @@ def test_runs_cut_consecutive_groups_at_the_limit():
     assert tasks._runs([1, 1, 1], 100) == [[0, 1, 2]]
 
 
+@pytest.mark.parametrize("index", sorted(INDEXES))
 @pytest.mark.parametrize("run_bytes", [1, 1 << 20])
-def test_base_files_do_not_depend_on_the_run_size(tmp_path, monkeypatch, run_bytes):
-    LocalWriter(options(tmp_path / "one_take")).write(batch())
+def test_base_files_do_not_depend_on_the_run_size(tmp_path, monkeypatch, run_bytes, index):
+    monkeypatch.setattr(tasks, "RUN_BYTES", 1 << 40)  # one take of every group
+    LocalWriter(options(tmp_path / "one_take", index)).write(batch())
     monkeypatch.setattr(tasks, "RUN_BYTES", run_bytes)
-    LocalWriter(options(tmp_path / "runs")).write(batch())
+    LocalWriter(options(tmp_path / "runs", index)).write(batch())
     want, got = base_files(tmp_path / "one_take"), base_files(tmp_path / "runs")
-    assert len(want) == 16 and sum(t.num_rows for t in want.values()) == ROWS
+    assert len(want) >= 8 and sum(t.num_rows for t in want.values()) == ROWS
     assert got.keys() == want.keys()
     for key, rows in want.items():
         assert got[key].equals(rows), key
@@ -76,7 +90,7 @@ def test_base_files_do_not_depend_on_the_run_size(tmp_path, monkeypatch, run_byt
         assert rows.column("seqno_number").to_pylist() == [str(n) for n in range(rows.num_rows)]
 
 
-def held_while_writing(path, monkeypatch) -> int:
+def held_while_writing(path, monkeypatch, index: str) -> int:
     """Arrow bytes allocated, at the most, as each base file's write begins."""
     seen = []
     write = file_group_writer._write_base_file
@@ -87,15 +101,16 @@ def held_while_writing(path, monkeypatch) -> int:
 
     monkeypatch.setattr(file_group_writer, "_write_base_file", counting)
     data = batch()
-    LocalWriter(options(path)).write(data)
+    LocalWriter(options(path, index)).write(data)
     return max(seen)
 
 
-def test_a_bulk_task_holds_one_run_of_data_columns_at_a_time(tmp_path, monkeypatch):
+@pytest.mark.parametrize("index", sorted(INDEXES))
+def test_a_write_task_holds_one_run_of_rows_at_a_time(tmp_path, monkeypatch, index):
     data_bytes = batch().nbytes
     monkeypatch.setattr(tasks, "RUN_BYTES", 1 << 40)  # one take of every group
-    one_take = held_while_writing(tmp_path / "one", monkeypatch)
+    one_take = held_while_writing(tmp_path / "one", monkeypatch, index)
     monkeypatch.setattr(tasks, "RUN_BYTES", data_bytes // 8)
-    in_runs = held_while_writing(tmp_path / "runs", monkeypatch)
+    in_runs = held_while_writing(tmp_path / "runs", monkeypatch, index)
     # One take holds a second copy of all the data columns; runs of an eighth hold an eighth of one.
     assert one_take - in_runs > data_bytes // 2, (one_take, in_runs, data_bytes)

@@ -132,10 +132,11 @@ def _packed(table: pa.Table, slots: pa.Array) -> Iterator[pa.RecordBatch]:
 
 
 def _unpacked(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:
-    """The rows `_packed` wrote, from the values a task gets."""
+    """The rows `_packed` wrote, from the values a task gets, as one contiguous table (as `_table`:
+    the values' buffers are freed before the work starts)."""
     tables = [pa.ipc.open_stream(value.as_buffer()).read_all()
               for batch in batches for value in batch.column(PACKED)]
-    return pa.concat_tables(tables) if tables else None
+    return pa.concat_tables(tables).combine_chunks() if tables else None
 
 
 def _parse_results(rows) -> tasks.TaskResult:

@@ -487,16 +487,45 @@ def assign(tagged: pa.Table, buckets: Mapping[str, tuple[tuple[str, int], ...]])
 def write_groups(plan: WritePlan, tagged: pa.Table, task: TaskIdentity) -> TaskResult:
     """Write every file group's upserts and deletes (rows routed here by file group); segment rows
     (`place_and_index`) are handed on in the result."""
-    writes = []
-    is_segment = pc.equal(tagged.column(KIND), SEGMENT)
-    segments = tagged.column(FILE_ID).filter(is_segment).to_pylist()
-    rows = _where(tagged, pc.is_in(tagged.column(KIND), pa.array([UPSERT, DELETE])))
-    for (partition, file_id), group in _groups(rows, [pcb.PARTITION, FILE_ID]):
-        kinds = group.column(KIND)
-        upserts = _where(group, pc.equal(kinds, UPSERT))
-        deletes = _where(group, pc.equal(kinds, DELETE))
-        writes.append((plan.target(partition, file_id), _drop_internal(upserts, KIND, SHARD), deletes))
-    return TaskResult(tuple(write_file_groups(plan.write, writes, task)), tuple(segments), {})
+    kinds = tagged.column(KIND)
+    segments = tagged.column(FILE_ID).filter(pc.equal(kinds, SEGMENT)).to_pylist()
+    written = np.flatnonzero(np.asarray(pc.is_in(kinds, pa.array([UPSERT, DELETE])).to_numpy(
+        zero_copy_only=False), dtype=bool))
+    stats = write_file_groups(plan.write, _file_group_writes(plan, tagged, written), task)
+    return TaskResult(tuple(stats), tuple(segments), {})
+
+
+def _file_group_writes(plan: WritePlan, tagged: pa.Table, written: np.ndarray) -> Iterator[tuple]:
+    """Each file group's (target, upserts, deletes) from the `written` rows of `tagged`, in (partition,
+    file id) order, rows in the order they came.
+
+    A group's rows are taken when the writer comes to it, with the next groups' in a run of about
+    `RUN_BYTES` (as `_widen` takes a bulk load's): the task holds one run's copy of its rows at a time,
+    not a second copy of all of them in group order.
+    """
+    if not len(written):
+        return
+    keys = tagged.select([pcb.PARTITION, FILE_ID]).take(pa.array(written))
+    order, starts = _group_order(keys, [pcb.PARTITION, FILE_ID])
+    firsts = pa.array(order[starts[:-1]])
+    targets = [plan.target(partition, file_id) for partition, file_id in zip(
+        keys.column(pcb.PARTITION).take(firsts).to_pylist(), keys.column(FILE_ID).take(firsts).to_pylist(), strict=True)]
+    del keys
+    data = tagged.combine_chunks()  # a copy only where the rows came in pieces (a take joins them each time)
+    rows = written[order]
+    sizes = np.diff(starts).tolist()
+    per_row = data.nbytes / max(1, data.num_rows)
+    for run in _runs(sizes, max(1, int(RUN_BYTES // max(per_row, 1)))):
+        first = starts[run[0]]
+        taken = data.take(pa.array(rows[first:starts[run[-1] + 1]]))
+        for g in run:
+            group = taken.slice(starts[g] - first, sizes[g])
+            kinds = group.column(KIND)
+            upserts = _where(group, pc.equal(kinds, UPSERT))
+            deletes = _where(group, pc.equal(kinds, DELETE))
+            yield targets[g], _drop_internal(upserts, KIND, SHARD), deletes
+            del group, kinds, upserts, deletes  # else they would hold this run's rows into the next
+        del taken
 
 
 def write_state(plan: WritePlan, tagged: pa.Table) -> TaskResult:
