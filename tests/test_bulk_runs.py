@@ -71,6 +71,7 @@ def test_runs_cut_consecutive_groups_at_the_limit():
     assert tasks._runs([4, 4, 4, 4], 8) == [[0, 1], [2, 3]]
     assert tasks._runs([4, 5, 3, 20, 1], 8) == [[0], [1, 2], [3], [4]]  # a group over the limit runs alone
     assert tasks._runs([1, 1, 1], 100) == [[0, 1, 2]]
+    assert tasks._runs([0, 0], 5) == [[0, 1]]  # groups without rows (deletes only) run too
 
 
 @pytest.mark.parametrize("index", sorted(INDEXES))

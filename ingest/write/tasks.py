@@ -20,7 +20,7 @@ and the two passes run as one Spark job with nothing between them on the driver.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -223,9 +223,9 @@ RUN_BYTES = 32 << 20  # new base files' data columns are taken about this many b
 def _runs(sizes: list[int], limit: int) -> list[list[int]]:
     """Consecutive indexes of `sizes` cut into runs of at most `limit` in total (at least one each)."""
     runs: list[list[int]] = []
-    total = limit
+    total = 0
     for i, size in enumerate(sizes):
-        if total + size > limit:
+        if not runs or total + size > limit:
             runs.append([])
             total = 0
         runs[-1].append(i)
@@ -233,47 +233,60 @@ def _runs(sizes: list[int], limit: int) -> list[list[int]]:
     return runs
 
 
+def _in_runs(data: pa.Table, sizes: list[int], rows_of: Callable[[list[int]], pa.Array],
+             limit: int) -> Iterator[pa.Table]:
+    """Each group's rows of `data`, group after group (`sizes[i]` rows each). Consecutive groups of at
+    most `limit` rows in all are taken together when the first of them is asked for (`rows_of(run)`:
+    their row numbers, group after group), then sliced without copying: the caller holds one run's
+    copy at a time, and a take per group would cost more than one for the run."""
+    for run in _runs(sizes, limit):
+        taken = data.take(rows_of(run))
+        start = 0
+        for i in run:
+            part = taken.slice(start, sizes[i])
+            start += sizes[i]
+            yield part
+            del part  # else it would hold this run's rows while the next run is taken
+        del taken
+
+
+def _run_rows(data: pa.Table) -> int:
+    """Rows of `data` in about `RUN_BYTES`."""
+    return max(1, int(RUN_BYTES // max(data.nbytes / max(1, data.num_rows), 1)))
+
+
 def _widen(plan: WritePlan, records: pa.Table, writes: list[tuple]) -> Iterator[tuple]:
     """`writes` with their narrow rows given the data columns of the `records` they stand for, in order.
 
-    Data columns are taken for many groups at once, then sliced without copying: a take per group
-    costs more than one for all of them. Groups written into logs or merged are taken together up
-    front (the encoder reads them as one table). New base files' groups, the whole of a bulk load,
-    are taken in runs of about `RUN_BYTES`, each when the writer comes to it: the task then holds a
-    run's copy of the data instead of a second copy of all of it (which a fresh Python worker also
-    pays for in page faults). Their rows come in record-key order, the order `_write_base_file`
-    writes them in, so it need not move every column again.
+    Groups written into logs or merged are taken in one run (the encoder reads them as one table).
+    New base files' groups, the whole of a bulk load, are taken in runs of about `RUN_BYTES`, each
+    when the writer comes to it (`_in_runs`): the task then holds a run's copy of the data instead of
+    a second copy of all of it (which a fresh Python worker also pays for in page faults). Their rows
+    come in record-key order, the order `_write_base_file` writes them in, so it need not move every
+    column again.
     """
     data = records.drop_columns(_decisive(records, plan.ordering_field)).combine_chunks()
     own = [writes_base_file(plan.write, target, deletes) for target, _, deletes in writes]
     narrows: dict[int, pa.Table] = {}  # group -> its narrow rows in write order, once its run is taken
-    taken: dict[int, tuple[pa.Table, int]] = {}  # group -> its run's taken rows, and where its own start
 
-    def take(groups: list[int]) -> None:
-        for i in groups:
-            narrow = writes[i][1]
-            if own[i] and narrow.num_rows > 1:
-                narrow = narrow.take(pc.sort_indices(narrow.column(pcb.KEY)))
-            narrows[i] = narrow
-        chunks = [c.cast(pa.int64()) for i in groups for c in narrows[i].column(WIDE_ROW).chunks]
-        rows = data.take(pa.concat_arrays(chunks)) if chunks else data.slice(0, 0)
-        start = 0
-        for i in groups:
-            taken[i] = (rows, start)
-            start += narrows[i].num_rows
+    def parts(groups: list[int], limit: int) -> Iterator[pa.Table]:
+        def rows_of(run: list[int]) -> pa.Array:
+            for j in run:
+                i = groups[j]
+                narrow = writes[i][1]
+                if own[i] and narrow.num_rows > 1:
+                    narrow = narrow.take(pc.sort_indices(narrow.column(pcb.KEY)))
+                narrows[i] = narrow
+            chunks = [c.cast(pa.int64()) for j in run for c in narrows[groups[j]].column(WIDE_ROW).chunks]
+            return pa.concat_arrays(chunks) if chunks else pa.array([], pa.int64())
 
-    take([i for i, base in enumerate(own) if not base])
-    base_groups = [i for i, base in enumerate(own) if base]
-    per_row = data.nbytes / max(1, data.num_rows)
-    runs = _runs([writes[i][1].num_rows for i in base_groups], max(1, int(RUN_BYTES // max(per_row, 1))))
-    run_of = {base_groups[j]: [base_groups[k] for k in run] for run in runs for j in run}
+        return _in_runs(data, [writes[i][1].num_rows for i in groups], rows_of, limit)
+
+    shared = parts([i for i, base in enumerate(own) if not base], max(1, data.num_rows))
+    base = parts([i for i, base in enumerate(own) if base], _run_rows(data))
     for i, (target, _, deletes) in enumerate(writes):
-        if i not in taken:
-            take(run_of[i])
-        rows, start = taken.pop(i)
+        part = next(base if own[i] else shared)
         narrow = narrows.pop(i).drop_columns([WIDE_ROW])
-        part = rows.slice(start, narrow.num_rows)
-        del rows
         yield (target, pa.Table.from_arrays(narrow.columns + part.columns,
                                             names=narrow.column_names + part.column_names), deletes)
         del narrow, part  # else they would hold this run's rows while the next run is taken
@@ -514,18 +527,14 @@ def _file_group_writes(plan: WritePlan, tagged: pa.Table, written: np.ndarray) -
     data = tagged.combine_chunks()  # a copy only where the rows came in pieces (a take joins them each time)
     rows = written[order]
     sizes = np.diff(starts).tolist()
-    per_row = data.nbytes / max(1, data.num_rows)
-    for run in _runs(sizes, max(1, int(RUN_BYTES // max(per_row, 1)))):
-        first = starts[run[0]]
-        taken = data.take(pa.array(rows[first:starts[run[-1] + 1]]))
-        for g in run:
-            group = taken.slice(starts[g] - first, sizes[g])
-            kinds = group.column(KIND)
-            upserts = _where(group, pc.equal(kinds, UPSERT))
-            deletes = _where(group, pc.equal(kinds, DELETE))
-            yield targets[g], _drop_internal(upserts, KIND, SHARD), deletes
-            del group, kinds, upserts, deletes  # else they would hold this run's rows into the next
-        del taken
+    groups = _in_runs(data, sizes, lambda run: pa.array(rows[starts[run[0]]:starts[run[-1] + 1]]), _run_rows(data))
+    for target in targets:  # no zip: its reused result tuple would hold the last group a step longer
+        group = next(groups)
+        kinds = group.column(KIND)
+        upserts = _where(group, pc.equal(kinds, UPSERT))
+        deletes = _where(group, pc.equal(kinds, DELETE))
+        yield target, _drop_internal(upserts, KIND, SHARD), deletes
+        del group, kinds, upserts, deletes  # else they would hold this run's rows into the next
 
 
 def write_state(plan: WritePlan, tagged: pa.Table) -> TaskResult:
