@@ -14,6 +14,9 @@ struct; keys optionally skewed):
 * Spark's own shuffle of the same rows by key to as many tasks as our sink uses, handed to Python as
   Arrow batches that Python only counts: what any Python writer behind a shuffle pays before its
   first line of code runs (the floor under our upsert time);
+* the same shuffle with each task writing its rows plus Hudi's meta columns as one parquet file (the
+  base table) or one Avro block (each upsert batch), and nothing else: the floor under any Python
+  writer of Hudi's files, so that what our time adds above it is the table format's own work;
 * delta-rs (`deltalake`, if installed): append of the same rows, then a merge of each upsert batch;
 * Arrow -> Avro block encoding: ours against fastavro's record-by-record writer on the same batch;
 * the driver process's peak memory while upserting a batch and a batch 4x its size;
@@ -227,6 +230,52 @@ def shuffle_to_python(spark, df, row_bytes: float | None = None) -> None:
         df.repartition(tasks, "order_id").mapInArrow(_count_rows, "rows long").collect()
 
 
+def _bare_writer(folder: str, instant: str, kind: str):
+    """A write task that does only what any Python writer of Hudi files must: Hudi's five meta
+    columns added to the task's rows, then one parquet file (snappy) or one Avro data block of them,
+    written to `folder`. No bloom filter, pre-combining, key index, file-group split or commit."""
+
+    def write(batches):
+        import uuid
+
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from ingest.hudi.avro import avro_encoder
+        from ingest.hudi.avro import schema as avro
+        from ingest.write.file_group_writer import with_meta_columns
+
+        table = pa.Table.from_batches(list(batches)).combine_chunks()
+        n = table.num_rows
+        name = f"{uuid.uuid4()}-0_0-0-0_{instant}.{'parquet' if kind == 'parquet' else 'log'}"
+        keyed = table.append_column("_ingest_key", table.column("order_id")).append_column(
+            "_ingest_partition", table.column("region"))
+        rows = with_meta_columns(keyed, instant, 0, [name], [n], log_records=kind != "parquet").drop_columns(
+            ["_ingest_key", "_ingest_partition"])
+        if kind == "parquet":
+            pq.write_table(rows, f"{folder}/{name}", compression="snappy")
+        else:
+            schema = avro.with_meta_fields(avro.arrow_to_avro(table.schema, "orders"))
+            with open(f"{folder}/{name}", "wb") as out:
+                out.write(avro_encoder.avro_data_block_content(avro_encoder.encode_batch(rows, schema)))
+        yield pa.RecordBatch.from_pydict({"rows": pa.array([n], pa.int64())})
+
+    return write
+
+
+def bare_writer(spark, df, folder: Path, kind: str, row_bytes: float | None = None) -> None:
+    """`shuffle_to_python`, with each task writing its rows as `_bare_writer` does: the floor under
+    any Python writer of Hudi's files behind a shuffle, against which our own time is the work of
+    the table format (bloom filters, pre-combining, the key index, file groups, the commit)."""
+    from ingest.spark.sink import arrow_batch_settings, session_conf
+
+    folder.mkdir(parents=True, exist_ok=True)
+    tasks = spark.sparkContext.defaultParallelism
+    with session_conf(spark, arrow_batch_settings(spark, row_bytes)):
+        df.repartition(tasks, "order_id").mapInArrow(
+            _bare_writer(str(folder), "20240101000000000", kind), "rows long").collect()
+
+
 def warm_up(spark, work: Path) -> None:
     """One small run of every path measured, so that no figure pays for JVM and worker start-up."""
     from ingest.spark.sink import HudiSink
@@ -236,6 +285,8 @@ def warm_up(spark, work: Path) -> None:
     df.count()
     df.write.mode("append").parquet(str(work / "warm-parquet"))
     shuffle_to_python(spark, df)
+    for kind in ("parquet", "avro"):
+        bare_writer(spark, df, work / "warm-bare", kind)
     with HudiSink(options(str(work / "warm"), 2, insert_mode="base"), spark=spark) as sink:
         sink.write(df)
     with HudiSink(options(str(work / "warm"), 2), spark=spark) as sink:
@@ -247,6 +298,7 @@ def warm_up(spark, work: Path) -> None:
     shutil.rmtree(work / "warm", ignore_errors=True)
     shutil.rmtree(work / "warm-key", ignore_errors=True)
     shutil.rmtree(work / "warm-parquet", ignore_errors=True)
+    shutil.rmtree(work / "warm-bare", ignore_errors=True)
 
 
 def measure_sink(spark, args, work: Path) -> dict:
@@ -268,10 +320,14 @@ def measure_sink(spark, args, work: Path) -> dict:
     out["bulk_load_files"] = result.files
     out["bulk_load_vs_spark_parquet"] = out["bulk_load_s"] / out["spark_parquet_base_s"]
     out.update(task_peaks("bulk_load", [bulk.task_peaks]))
+    # After our load, so that it does not warm the Python workers' memory for it.
+    out["bare_parquet_writer_s"], _ = timed(lambda: bare_writer(spark, base, work / "bare-base", "parquet",
+                                                                bulk.row_bytes))
+    out["bare_parquet_writer_vs_spark_parquet"] = out["bare_parquet_writer_s"] / out["spark_parquet_base_s"]
     base.unpersist()
     upserts = []
 
-    parquet_times, floor_times, upsert_times = [], [], []
+    parquet_times, floor_times, upsert_times, bare_times = [], [], [], []
     with HudiSink(options(table_path, args.buckets, insert_mode="log"), spark=spark) as sink:
         for r in range(args.rounds):
             upsert = upsert_batch(spark, args, r).cache()
@@ -284,6 +340,9 @@ def measure_sink(spark, args, work: Path) -> dict:
             seconds, result = timed(lambda upsert=upsert, r=r: sink.write(upsert, batch=BatchId("benchmark", r)))
             upsert_times.append(seconds)
             upserts.append(sink.task_peaks)
+            seconds, _ = timed(lambda upsert=upsert, r=r: bare_writer(spark, upsert, work / f"bare-{r}", "avro",
+                                                                      sink.row_bytes))
+            bare_times.append(seconds)
             upsert.unpersist()
         out.update(task_peaks("upsert", upserts))
         out["key_index_bytes"] = key_index_bytes(table_path)
@@ -296,6 +355,8 @@ def measure_sink(spark, args, work: Path) -> dict:
         out["upsert_rounds_s"] = upsert_times
         out["upsert_time_vs_spark_parquet"] = out["upsert_s"] / out["spark_parquet_append_s"]
         out["shuffle_to_python_vs_spark_parquet"] = out["spark_shuffle_to_python_s"] / out["spark_parquet_append_s"]
+        out["bare_avro_writer_s"] = statistics.median(bare_times)
+        out["bare_avro_writer_vs_spark_parquet"] = out["bare_avro_writer_s"] / out["spark_parquet_append_s"]
         out["upsert_rows_per_s"] = upsert_rows / out["upsert_s"]
 
         latencies = []
@@ -503,9 +564,14 @@ def report(figures: dict) -> None:
         ("ingest bulk load, base files (s)", figures.get("bulk_load_s")),
         ("Spark parquet append of the base table (s)", figures.get("spark_parquet_base_s")),
         ("  bulk load / Spark parquet append", figures.get("bulk_load_vs_spark_parquet")),
+        ("bare Python writer behind the same shuffle: meta columns + parquet (s)", figures.get("bare_parquet_writer_s")),
+        ("  bare parquet writer / Spark parquet append", figures.get("bare_parquet_writer_vs_spark_parquet")),
         ("Spark shuffle + Arrow hand-off to Python of the batch, no work (s, median)",
          figures.get("spark_shuffle_to_python_s")),
         ("  shuffle + hand-off / Spark parquet append", figures.get("shuffle_to_python_vs_spark_parquet")),
+        ("bare Python writer behind the same shuffle: meta columns + Avro block (s, median)",
+         figures.get("bare_avro_writer_s")),
+        ("  bare Avro writer / Spark parquet append", figures.get("bare_avro_writer_vs_spark_parquet")),
         ("ingest upsert micro-batch, log mode (s, median)", figures.get("upsert_s")),
         ("  upsert time / Spark parquet append", figures.get("upsert_time_vs_spark_parquet")),
         ("  upsert rows/s", figures.get("upsert_rows_per_s")),
