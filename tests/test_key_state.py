@@ -56,7 +56,7 @@ def test_state_answers_as_the_latest_row_per_identity(tmp_path_factory, history,
 
         probe = pa.table({"k": KEYS * len(PARTITIONS), "p": [p for p in PARTITIONS for _ in KEYS]})
         keys = ["k"] if global_scope else ["k", "p"]
-        found = state.lookup(probe, keys, (ks.ORDERING, ks.DELETED)).to_pylist()
+        found = state.lookup(probe, keys, (ks.ORDERING, ks.DELETED)).columns.to_pylist()
         for (key, partition), got in zip(zip(probe["k"].to_pylist(), probe["p"].to_pylist(), strict=True),
                                          found, strict=True):
             expected = model.get(key if global_scope else (key, partition))
@@ -154,7 +154,7 @@ def test_indexed_state_answers_as_a_brute_force_model(history, probes, global_sc
                       "p": pa.array([p[1] for p in probes], pa.string())})
     keys = ["k"] if global_scope else ["k", "p"]
     for i, rows in enumerate(history):
-        found = state.lookup(probe, keys, (ks.ORDERING, ks.DELETED)).to_pylist()
+        found = state.lookup(probe, keys, (ks.ORDERING, ks.DELETED)).columns.to_pylist()
         for (key, partition), got in zip(probes, found, strict=True):
             expected = None if key is None or (partition is None and not global_scope) else \
                 model.get(key if global_scope else (key, partition))
@@ -187,7 +187,7 @@ def test_a_warm_batch_hashes_the_batch_not_the_state(monkeypatch):
     for b in range(4):
         rows = batch(19_900 + 100 * b, 200)
         probe = pa.table({"k": rows.column(ks.KEY), "p": rows.column(ks.PARTITION)})
-        found = state.lookup(probe, ["k", "p"], (ks.ORDERING,)).column(ks.ORDERING).to_pylist()
+        found = state.lookup(probe, ["k", "p"], (ks.ORDERING,)).columns.column(ks.ORDERING).to_pylist()
         assert found == [i if i < 20_000 or b and i < 19_900 + 100 * b + 100 else None
                          for i in range(19_900 + 100 * b, 20_100 + 100 * b)]
         state = ks.replace(state.with_changes(rows), segments=())
@@ -218,3 +218,50 @@ def test_an_index_answers_only_for_its_own_table():
     other = ks.replace(state, base=pa.table({ks.KEY: ["x", "a"], ks.PARTITION: ["p", "p"]}))
     assert ks.match_rows(other.base, [ks.KEY, ks.PARTITION], probe, ["k", "p"])[0].tolist() == [1]
     assert ks.match_rows(state.base, [ks.KEY, ks.PARTITION], probe, ["k", "p"])[0].tolist() == [1]
+
+
+# -- a batch's changes applied with the overlay rows its lookup found (`resolve.Resolved.overlay_replaced`)
+
+from ingest.hudi.merge import precombine as pcb  # noqa: E402
+from ingest.write import resolve as rs  # noqa: E402
+
+
+def _sorted_rows(state: ks.ShardState) -> list[dict]:
+    return sorted(state.table.to_pylist(), key=lambda r: (r[ks.KEY], r[ks.PARTITION]))
+
+
+incoming = st.tuples(st.sampled_from(KEYS), st.sampled_from(PARTITIONS), st.integers(0, 99), st.booleans())
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.lists(change, max_size=20), history=st.lists(st.lists(incoming, max_size=10), min_size=1, max_size=8),
+       global_scope=st.booleans())
+def test_changes_replace_the_overlay_rows_their_lookup_found(seed, history, global_scope):
+    """Resolving a batch, then applying its state changes with the overlay rows the lookup found,
+    gives the state that probing the overlay for them gives: every identity once, at its latest row
+    (stale versions, deletes of missing keys and moved keys included)."""
+    schema = ks.memory_schema(pa.int64())
+
+    def conformed(table: pa.Table) -> pa.Table:
+        return pa.Table.from_arrays([table.column(f.name).cast(f.type) for f in schema], schema=schema)
+
+    state = ks.ShardState("s", conformed(_changes(seed, "0", global_scope)), schema.empty_table(), (), global_scope)
+    for i, rows in enumerate(history):
+        latest = {}
+        for key, partition, ordering, deleted in rows:  # pre-combined: one row per identity
+            latest[key if global_scope else (key, partition)] = (key, partition, ordering, deleted)
+        values = list(latest.values())
+        combined = pa.table({pcb.KEY: pa.array([v[0] for v in values], pa.string()),
+                             pcb.PARTITION: pa.array([v[1] for v in values], pa.string()),
+                             "ts": pa.array([v[2] for v in values], pa.int64()),
+                             pcb.DELETE: pa.array([v[3] for v in values], pa.bool_())})
+        resolved = rs.resolve(combined, state, "ts", True, global_scope)
+        upserts = resolved.upserts.set_column(resolved.upserts.schema.get_field_index(rs.FILE_ID), rs.FILE_ID,
+                                              pa.array(["f"] * resolved.upserts.num_rows, pa.string()))
+        changes = conformed(rs.state_changes(upserts, resolved.deleted_state, "ts", pa.int64(), f"{i + 1}"))
+        probed = state.with_changes(changes)
+        told = state.with_changes(changes, resolved.overlay_replaced)
+        assert _sorted_rows(told) == _sorted_rows(probed)
+        assert told.table.num_rows == len({(r[ks.KEY], None if global_scope else r[ks.PARTITION])
+                                           for r in told.table.to_pylist()}), "one row per identity"
+        state = told

@@ -171,18 +171,22 @@ def _identity_keys(global_scope: bool) -> list[str]:
     return [KEY] if global_scope else [KEY, PARTITION]
 
 
-def _apply(base: pa.Table, changes: pa.Table, global_scope: bool, indexed: bool = True) -> pa.Table:
+def _apply(base: pa.Table, changes: pa.Table, global_scope: bool, indexed: bool = True,
+           replaced: np.ndarray | None = None) -> pa.Table:
     """`base` (one row per identity) with `changes` (one row per identity) applied.
 
-    The replaced rows are found by probing `base` with the changes (see `_match`); when `base` has an
-    index, the result gets one derived from it, so a state kept between batches is never hashed again.
+    The replaced rows are `replaced` when the caller knows them, else found by probing `base` with the
+    changes (see `_match`); when `base` has an index and was probed, the result gets one derived from
+    it, so a state kept between batches is never hashed again.
     """
     if changes.num_rows == 0:
         return base
     if base.num_rows == 0:
         return changes
-    keys = _identity_keys(global_scope)
-    replaced, _, hashes = _match(base, keys, changes, keys, indexed=indexed)
+    hashes = None
+    if replaced is None:
+        keys = _identity_keys(global_scope)
+        replaced, _, hashes = _match(base, keys, changes, keys, indexed=indexed)
     keep = np.ones(base.num_rows, dtype=bool)
     keep[replaced] = False
     kept = base.filter(pa.array(keep))
@@ -202,6 +206,16 @@ def _fold(tables: list[pa.Table], global_scope: bool) -> pa.Table:
     for table in tables[1:]:
         folded = _apply(folded, table, global_scope)
     return folded
+
+
+@dataclass(frozen=True)
+class Found:
+    """What `ShardState.lookup` found for each row: the state's columns (null where it holds none),
+    and the overlay row holding the row's identity (-1: none). A batch whose state changes are rows it
+    looked up hands their overlay rows to `with_changes`, which then does not probe the overlay again."""
+
+    columns: pa.Table
+    overlay_rows: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -237,7 +251,7 @@ class ShardState:
         """Every identity's current row (base and overlay merged)."""
         return _apply(self.base, self.overlay, self.global_scope)
 
-    def lookup(self, rows: pa.Table, keys: list[str], columns: tuple[str, ...]) -> pa.Table:
+    def lookup(self, rows: pa.Table, keys: list[str], columns: tuple[str, ...]) -> Found:
         """`columns` of the state row of each of `rows` (matched on `keys`, in the state's key order:
         key, and partition unless global), null where the state has none."""
         state_keys = _identity_keys(self.global_scope)
@@ -251,11 +265,11 @@ class ShardState:
         from_base = _plain(self.base.select(list(columns)).take(pa.array(found[0], mask=found[0] < 0)))
         newer = found[1] >= 0  # the overlay is newer than the base
         if not newer.any():
-            return from_base
+            return Found(from_base, found[1])
         from_overlay = _plain(self.overlay.select(list(columns)).take(pa.array(found[1], mask=~newer)))
         use = pa.array(newer)
-        return pa.table([pc.if_else(use, o, b) for o, b in zip(from_overlay.columns, from_base.columns, strict=True)],
-                        names=list(columns))
+        return Found(pa.table([pc.if_else(use, o, b) for o, b in zip(from_overlay.columns, from_base.columns,
+                                                                      strict=True)], names=list(columns)), found[1])
 
     def rows_for_keys(self, keys: pa.Array | pa.ChunkedArray) -> pa.Table:
         """The current rows of the given record keys (in any partition)."""
@@ -264,9 +278,15 @@ class ShardState:
                          for part, indexed in self._parts())
         return _plain(_apply(base, overlay, self.global_scope))
 
-    def with_changes(self, changes: pa.Table) -> ShardState:
-        """This state with `changes` applied (the overlay takes them; a large overlay joins the base)."""
-        return _normalized(replace(self, overlay=_apply(self.overlay, changes, self.global_scope, indexed=False)))
+    def with_changes(self, changes: pa.Table, replaced: np.ndarray | None = None) -> ShardState:
+        """This state with `changes` applied (the overlay takes them; a large overlay joins the base).
+
+        `replaced`: the overlay rows holding the identities of `changes`, where a lookup of those
+        identities found them (`Found.overlay_rows`); probing the overlay for them again took 9 of the
+        11 ms of applying 50,000 changes to a 150,000-row overlay.
+        """
+        overlay = _apply(self.overlay, changes, self.global_scope, indexed=False, replaced=replaced)
+        return _normalized(replace(self, overlay=overlay))
 
 
 _OVERLAY_MIN_ROWS = 65_536
@@ -374,10 +394,11 @@ class KeyStateStore:
             cols.append(col.cast(field.type) if col.type != field.type else col)
         return pa.Table.from_arrays(cols, schema=self.schema)
 
-    def write(self, state: ShardState, changes: pa.Table, instant: str) -> Segment:
-        """Write this instant's changes to the shard, folding deltas into a base when there are many."""
+    def write(self, state: ShardState, changes: pa.Table, instant: str, replaced: np.ndarray | None = None) -> Segment:
+        """Write this instant's changes to the shard, folding deltas into a base when there are many
+        (`replaced`: as `ShardState.with_changes`)."""
         changes = self._conform(changes)  # once: casting to the state's dictionary types is not free
-        after = state.with_changes(changes)
+        after = state.with_changes(changes, replaced)
         if state.deltas_since_base + 1 > MAX_DELTAS:
             merged = after.table
             segment = self._put(Segment(state.shard, instant, "base"), merged)

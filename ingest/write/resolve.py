@@ -40,6 +40,9 @@ class Resolved:
     deleted_state: pa.Table  # key-state rows of the keys this batch deletes
     stale: int               # versions older than the table's current one (not written)
     missing_deletes: int     # deletes of keys the table does not hold (nothing to do)
+    # The state's overlay rows that the rows of `upserts` and `deleted_state` replace, as the lookup
+    # found them (for `ShardState.with_changes`, when those rows become the state's changes).
+    overlay_replaced: np.ndarray
 
 
 def _np(arr) -> np.ndarray:
@@ -75,7 +78,7 @@ def resolve(
     join_keys = [KEY] if global_scope else [KEY, PARTITION]
     found = state.lookup(combined, join_keys, (ks.PARTITION, ks.FILE_ID, ks.ORDERING, ks.DELETED))
     joined = combined
-    for name, column in zip((S_PARTITION, S_FILE_ID, S_ORDERING, S_DELETED), found.columns, strict=True):
+    for name, column in zip((S_PARTITION, S_FILE_ID, S_ORDERING, S_DELETED), found.columns.columns, strict=True):
         joined = joined.append_column(name, column)
 
     n = joined.num_rows
@@ -140,12 +143,14 @@ def resolve(
         ks.ORDERING: state_ordering,
         ks.DELETED: pa.array(np.ones(int(delete_effective.sum()), dtype=bool)),
     }) if n else None
+    overlay_rows = found.overlay_rows[data | delete_effective]  # the rows `state_changes` makes state of
     return Resolved(
         upserts=upserts,
         deletes=deletes,
         deleted_state=deleted_state if deleted_state is not None else pa.table({}),
         stale=int(stale.sum()),
         missing_deletes=int((is_delete & ~live & ~stale).sum()),
+        overlay_replaced=overlay_rows[overlay_rows >= 0],
     )
 
 

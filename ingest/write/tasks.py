@@ -161,10 +161,11 @@ def _counts(resolved, upserts: pa.Table) -> dict[str, int]:
     }
 
 
-def _write_segment(plan: WritePlan, store: ks.KeyStateStore, state: ks.ShardState, changes: pa.Table) -> str:
+def _write_segment(plan: WritePlan, store: ks.KeyStateStore, state: ks.ShardState, changes: pa.Table,
+                   replaced: np.ndarray | None = None) -> str:
     # No marker: Hudi's rollback accepts markers of data files only. A segment counts once its
     # instant completes; one of an instant that never did is deleted by `ks.discard_instant`.
-    written = store.write(state, changes, plan.instant)
+    written = store.write(state, changes, plan.instant, replaced)
     store.prune(state)
     return written.path
 
@@ -321,10 +322,11 @@ def bucket_task(plan: WritePlan, records: pa.Table, task: TaskIdentity) -> TaskR
             target = plan.target(partition, plan.bucket_file_id(partition, bucket))
             writes.append((target, part_upserts, part_deletes))
         changes = state_changes(upserts, resolved.deleted_state, plan.ordering_field, plan.ordering_type, plan.instant)
-        pending_state.append((state, changes))
+        pending_state.append((state, changes, resolved.overlay_replaced))
         results.append(TaskResult((), (), _counts(resolved, upserts)))
     stats = tuple(write_file_groups(plan.write, _widen(plan, records, writes), task)) if writes else ()
-    segments = tuple(_write_segment(plan, store, state, changes) for state, changes in pending_state if changes.num_rows)
+    segments = tuple(_write_segment(plan, store, state, changes, replaced)
+                     for state, changes, replaced in pending_state if changes.num_rows)
     return TaskResult.merge([*results, TaskResult(stats, segments, {})])
 
 
