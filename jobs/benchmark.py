@@ -155,6 +155,19 @@ def options(path: str, buckets: int, insert_mode: str | None = "log", services: 
 # -- the measurements ------------------------------------------------------------------------------------
 
 
+INSTANT = "20240101000000000"
+
+
+def with_meta(table, file_name: str, log_records: bool):
+    """`table`'s rows with Hudi's five meta columns in front, keyed by `order_id` in `region`."""
+    from ingest.write.file_group_writer import with_meta_columns
+
+    keyed = table.append_column("_ingest_key", table.column("order_id")).append_column(
+        "_ingest_partition", table.column("region"))
+    return with_meta_columns(keyed, INSTANT, 0, [file_name], [table.num_rows], log_records=log_records).drop_columns(
+        ["_ingest_key", "_ingest_partition"])
+
+
 def measure_encoder(spark, rows: int) -> dict:
     """Our Arrow -> Avro encoder against fastavro's writer, same records, same schema, same bytes."""
     import fastavro
@@ -163,14 +176,10 @@ def measure_encoder(spark, rows: int) -> dict:
     from ingest.hudi.avro import avro_encoder
     from ingest.hudi.avro import schema as avro
     from ingest.hudi.log.data_block import encode_avro_payloads
-    from ingest.write.file_group_writer import with_meta_columns
 
     table = events(spark, rows).toArrow()
     n = table.num_rows
-    fake = table.append_column("_ingest_key", table.column("order_id")).append_column(
-        "_ingest_partition", table.column("region"))
-    rows_with_meta = with_meta_columns(fake, "20240101000000000", 0, ["file-0"], [n], log_records=True).drop_columns(
-        ["_ingest_key", "_ingest_partition"])
+    rows_with_meta = with_meta(table, "file-0", log_records=True)
     schema = avro.with_meta_fields(avro.arrow_to_avro(table.schema, "orders"))
     def with_ours() -> bytes:
         return avro_encoder.avro_data_block_content(avro_encoder.encode_batch(rows_with_meta, schema))
@@ -230,7 +239,7 @@ def shuffle_to_python(spark, df, row_bytes: float | None = None) -> None:
         df.repartition(tasks, "order_id").mapInArrow(_count_rows, "rows long").collect()
 
 
-def _bare_writer(folder: str, instant: str, kind: str):
+def _bare_writer(folder: str, kind: str):
     """A write task that does only what any Python writer of Hudi files must: Hudi's five meta
     columns added to the task's rows, then one parquet file (snappy) or one Avro data block of them,
     written to `folder`. No bloom filter, pre-combining, key index, file-group split or commit."""
@@ -243,22 +252,17 @@ def _bare_writer(folder: str, instant: str, kind: str):
 
         from ingest.hudi.avro import avro_encoder
         from ingest.hudi.avro import schema as avro
-        from ingest.write.file_group_writer import with_meta_columns
 
         table = pa.Table.from_batches(list(batches)).combine_chunks()
-        n = table.num_rows
-        name = f"{uuid.uuid4()}-0_0-0-0_{instant}.{'parquet' if kind == 'parquet' else 'log'}"
-        keyed = table.append_column("_ingest_key", table.column("order_id")).append_column(
-            "_ingest_partition", table.column("region"))
-        rows = with_meta_columns(keyed, instant, 0, [name], [n], log_records=kind != "parquet").drop_columns(
-            ["_ingest_key", "_ingest_partition"])
+        name = f"{uuid.uuid4()}-0_0-0-0_{INSTANT}.{'parquet' if kind == 'parquet' else 'log'}"
+        rows = with_meta(table, name, log_records=kind != "parquet")
         if kind == "parquet":
             pq.write_table(rows, f"{folder}/{name}", compression="snappy")
         else:
             schema = avro.with_meta_fields(avro.arrow_to_avro(table.schema, "orders"))
             with open(f"{folder}/{name}", "wb") as out:
                 out.write(avro_encoder.avro_data_block_content(avro_encoder.encode_batch(rows, schema)))
-        yield pa.RecordBatch.from_pydict({"rows": pa.array([n], pa.int64())})
+        yield pa.RecordBatch.from_pydict({"rows": pa.array([table.num_rows], pa.int64())})
 
     return write
 
@@ -273,7 +277,7 @@ def bare_writer(spark, df, folder: Path, kind: str, row_bytes: float | None = No
     tasks = spark.sparkContext.defaultParallelism
     with session_conf(spark, arrow_batch_settings(spark, row_bytes)):
         df.repartition(tasks, "order_id").mapInArrow(
-            _bare_writer(str(folder), "20240101000000000", kind), "rows long").collect()
+            _bare_writer(str(folder), kind), "rows long").collect()
 
 
 def warm_up(spark, work: Path) -> None:
