@@ -29,13 +29,14 @@ def _rows(spark, n: int, offset: int = 0):
 @pytest.mark.parametrize(("index", "insert_mode"), [("bucket", "base"), ("key", None)])
 def test_write_tasks_report_peaks_that_follow_the_batch(spark, tmp_path, index, insert_mode):
     """Both peaks come back from every path's tasks (`HudiSink.task_peaks`), and the bytes in use grow
-    with the batch (a 50,000-row batch needs more than a 2,000-row one, in the same workers)."""
+    with the batch (a 200,000-row batch needs more than a 2,000-row one, in the same workers). The
+    peaks are sampled every 50 ms: a 50,000-row task held its peak too briefly to be sure of it."""
     path = tmp_path / "t"
     with HudiSink(benchmark.options(str(path), 2, insert_mode=insert_mode, index=index), spark=spark,
                   small_batch_rows=0) as sink:
         sink.write(_rows(spark, 2_000), batch=BatchId("m", 0))
         small = sink.task_peaks
-        sink.write(_rows(spark, 50_000, offset=10_000), batch=BatchId("m", 1))
+        sink.write(_rows(spark, 200_000, offset=10_000), batch=BatchId("m", 1))
         large = sink.task_peaks
     for peaks in (small, large):
         assert peaks["task_peak_rss_bytes"] > 0
