@@ -228,15 +228,16 @@ def _count_rows(batches):
     yield pa.RecordBatch.from_pydict({"rows": pa.array([rows], pa.int64())})
 
 
-def shuffle_to_python(spark, df, row_bytes: float | None = None) -> None:
-    """Spark's shuffle of `df` by key to the sink's task count, then an Arrow hand-off to Python that
-    does nothing but count: the cost a Python writer pays before its own work starts (with the Arrow
-    batch settings the sink uses once it knows the rows' width)."""
+def shuffle_to_python(spark, df, row_bytes: float | None = None, task=_count_rows) -> None:
+    """Spark's shuffle of `df` by key to the sink's task count, then an Arrow hand-off to Python
+    where `task` (by default, one that does nothing but count) gets each task's rows: the cost a
+    Python writer pays before its own work starts (with the Arrow batch settings the sink uses once
+    it knows the rows' width)."""
     from ingest.spark.sink import arrow_batch_settings, session_conf
 
     tasks = spark.sparkContext.defaultParallelism
     with session_conf(spark, arrow_batch_settings(spark, row_bytes)):
-        df.repartition(tasks, "order_id").mapInArrow(_count_rows, "rows long").collect()
+        df.repartition(tasks, "order_id").mapInArrow(task, "rows long").collect()
 
 
 def _bare_writer(folder: str, kind: str):
@@ -271,13 +272,8 @@ def bare_writer(spark, df, folder: Path, kind: str, row_bytes: float | None = No
     """`shuffle_to_python`, with each task writing its rows as `_bare_writer` does: the floor under
     any Python writer of Hudi's files behind a shuffle, against which our own time is the work of
     the table format (bloom filters, pre-combining, the key index, file groups, the commit)."""
-    from ingest.spark.sink import arrow_batch_settings, session_conf
-
     folder.mkdir(parents=True, exist_ok=True)
-    tasks = spark.sparkContext.defaultParallelism
-    with session_conf(spark, arrow_batch_settings(spark, row_bytes)):
-        df.repartition(tasks, "order_id").mapInArrow(
-            _bare_writer(str(folder), kind), "rows long").collect()
+    shuffle_to_python(spark, df, row_bytes, task=_bare_writer(str(folder), kind))
 
 
 def warm_up(spark, work: Path) -> None:
