@@ -161,34 +161,46 @@ def state_changes(
     ordering_type: pa.DataType | None,
     instant: str,
 ) -> pa.Table:
-    """Key-state rows this instant writes: new locations and orderings, and deletions."""
-    schema = ks.state_schema(ordering_type)
+    """Key-state rows this instant writes: new locations and orderings, and deletions.
+
+    In the state's memory schema (`ks.memory_schema`): partitions, file ids and the instant are
+    dictionary-encoded there, and a caller that already holds them so (a bucket task's partitions
+    and file ids) saves hashing every row's strings twice, to strings and back.
+    """
+    schema = ks.memory_schema(ordering_type)
     n = upserts_with_file_ids.num_rows
     if ordering_field is not None and ordering_type is not None:
         ordering = upserts_with_file_ids.column(ordering_field).cast(ordering_type)
     else:
         ordering = pa.nulls(n, schema.field(ks.ORDERING).type)
-    live = pa.table({
+    live = _table(schema, {
         ks.KEY: upserts_with_file_ids.column(KEY),
         ks.PARTITION: upserts_with_file_ids.column(PARTITION),
         ks.FILE_ID: upserts_with_file_ids.column(FILE_ID),
         ks.ORDERING: ordering,
         ks.DELETED: pa.array(np.zeros(n, dtype=bool)),
         ks.INSTANT: _repeated(instant, n),
-    }, schema=schema)
+    })
     if not deleted_state.num_rows:
         return live
     m = deleted_state.num_rows
-    dead = pa.table({
+    dead = _table(schema, {
         ks.KEY: deleted_state.column(ks.KEY),
         ks.PARTITION: deleted_state.column(ks.PARTITION),
         ks.FILE_ID: deleted_state.column(ks.FILE_ID),
-        ks.ORDERING: deleted_state.column(ks.ORDERING).cast(schema.field(ks.ORDERING).type),
+        ks.ORDERING: deleted_state.column(ks.ORDERING),
         ks.DELETED: deleted_state.column(ks.DELETED),
         ks.INSTANT: _repeated(instant, m),
-    }, schema=schema)
+    })
     return pa.concat_tables([live, dead])
 
 
+def _table(schema: pa.Schema, columns: dict[str, pa.Array | pa.ChunkedArray]) -> pa.Table:
+    """`columns` as `schema`'s types, casting only those that differ."""
+    return pa.Table.from_arrays(
+        [c if c.type == f.type else c.cast(f.type) for f, c in ((f, columns[f.name]) for f in schema)],
+        schema=schema)
+
+
 def _repeated(value: str, n: int) -> pa.Array:
-    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([value])).cast(pa.string())
+    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([value], pa.string()))

@@ -311,8 +311,8 @@ def bucket_task(plan: WritePlan, records: pa.Table, task: TaskIdentity) -> TaskR
         upserts = _drop_internal(resolved.upserts, DELETED_IN)
         partitions = upserts.column(pcb.PARTITION).combine_chunks().dictionary_encode()
         ids = pa.array([plan.bucket_file_id(p, bucket) for p in partitions.dictionary.to_pylist()], pa.string())
-        file_ids = pa.DictionaryArray.from_arrays(partitions.indices, ids).cast(pa.string())
-        upserts = upserts.set_column(upserts.schema.get_field_index(FILE_ID), FILE_ID, file_ids)
+        file_ids = pa.DictionaryArray.from_arrays(partitions.indices, ids)
+        upserts = upserts.set_column(upserts.schema.get_field_index(FILE_ID), FILE_ID, file_ids.cast(pa.string()))
         deletes = resolved.deletes
         by_partition = {p: part for (p,), part in _groups(upserts, [pcb.PARTITION])}
         delete_partitions = set(deletes.column(pcb.PARTITION).to_pylist())
@@ -321,7 +321,11 @@ def bucket_task(plan: WritePlan, records: pa.Table, task: TaskIdentity) -> TaskR
             part_deletes = deletes.filter(pc.equal(deletes.column(pcb.PARTITION), partition))
             target = plan.target(partition, plan.bucket_file_id(partition, bucket))
             writes.append((target, part_upserts, part_deletes))
-        changes = state_changes(upserts, resolved.deleted_state, plan.ordering_field, plan.ordering_type, plan.instant)
+        # The state holds partitions and file ids dictionary-encoded, as they are here.
+        encoded = upserts.set_column(upserts.schema.get_field_index(pcb.PARTITION), pcb.PARTITION, partitions) \
+            .set_column(upserts.schema.get_field_index(FILE_ID), FILE_ID, file_ids)
+        changes = state_changes(encoded, resolved.deleted_state, plan.ordering_field, plan.ordering_type,
+                                plan.instant)
         pending_state.append((state, changes, resolved.overlay_replaced))
         results.append(TaskResult((), (), _counts(resolved, upserts)))
     stats = tuple(write_file_groups(plan.write, _widen(plan, records, writes), task)) if writes else ()
