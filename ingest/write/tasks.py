@@ -116,13 +116,33 @@ def _group_order(table: pa.Table, columns: list[str]) -> tuple[np.ndarray, list[
         else:
             codes.append(np.asarray(col.dictionary_encode(null_encoding="encode").indices.to_numpy(
                 zero_copy_only=False), dtype=np.int64))
-    order = np.lexsort(codes[::-1])
-    sorted_codes = [c[order] for c in codes]
+    key = _small_key(codes)
+    if key is not None:
+        # numpy sorts 16-bit integers by radix: a few times faster than a lexsort of int64 codes.
+        order = np.argsort(key, kind="stable")
+        sorted_codes = [key[order]]
+    else:
+        order = np.lexsort(codes[::-1])
+        sorted_codes = [c[order] for c in codes]
     change = np.zeros(len(order), dtype=bool)
     change[0] = True
     for c in sorted_codes:
         change[1:] |= c[1:] != c[:-1]
     return order, np.flatnonzero(change).tolist() + [len(order)]
+
+
+def _small_key(codes: list[np.ndarray]) -> np.ndarray | None:
+    """The codes (each -1 or more) as one uint16 key in the same order, first column first, when
+    their combinations fit in 16 bits (buckets, shards, a task's partitions); else None."""
+    key = np.zeros(len(codes[0]), dtype=np.int64)
+    span = 1
+    for c in codes:
+        width = int(c.max()) + 2 if len(c) else 1
+        span *= width
+        if span > 1 << 16:
+            return None
+        key = key * width + (c + 1)
+    return key.astype(np.uint16)
 
 
 def _groups(table: pa.Table, columns: list[str]) -> Iterable[tuple[tuple, pa.Table]]:
