@@ -331,8 +331,9 @@ def bucket_task(plan: WritePlan, records: pa.Table, task: TaskIdentity) -> TaskR
         upserts = _drop_internal(resolved.upserts, DELETED_IN)
         partitions = upserts.column(pcb.PARTITION).combine_chunks().dictionary_encode()
         ids = pa.array([plan.bucket_file_id(p, bucket) for p in partitions.dictionary.to_pylist()], pa.string())
+        # Dictionary-encoded, as the key state holds them; the file writers never read this column.
         file_ids = pa.DictionaryArray.from_arrays(partitions.indices, ids)
-        upserts = upserts.set_column(upserts.schema.get_field_index(FILE_ID), FILE_ID, file_ids.cast(pa.string()))
+        upserts = upserts.set_column(upserts.schema.get_field_index(FILE_ID), FILE_ID, file_ids)
         deletes = resolved.deletes
         by_partition = {p: part for (p,), part in _groups(upserts, [pcb.PARTITION])}
         delete_partitions = set(deletes.column(pcb.PARTITION).to_pylist())
@@ -341,9 +342,8 @@ def bucket_task(plan: WritePlan, records: pa.Table, task: TaskIdentity) -> TaskR
             part_deletes = deletes.filter(pc.equal(deletes.column(pcb.PARTITION), partition))
             target = plan.target(partition, plan.bucket_file_id(partition, bucket))
             writes.append((target, part_upserts, part_deletes))
-        # The state holds partitions and file ids dictionary-encoded, as they are here.
-        encoded = upserts.set_column(upserts.schema.get_field_index(pcb.PARTITION), pcb.PARTITION, partitions) \
-            .set_column(upserts.schema.get_field_index(FILE_ID), FILE_ID, file_ids)
+        # The state holds partitions dictionary-encoded too, as they are here.
+        encoded = upserts.set_column(upserts.schema.get_field_index(pcb.PARTITION), pcb.PARTITION, partitions)
         changes = state_changes(encoded, resolved.deleted_state, plan.ordering_field, plan.ordering_type,
                                 plan.instant)
         pending_state.append((state, changes, resolved.overlay_replaced))
