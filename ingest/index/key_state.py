@@ -25,7 +25,7 @@ import os
 import posixpath
 import re
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -69,6 +69,15 @@ def state_schema(ordering_type: pa.DataType | None) -> pa.Schema:
 # (decoding the repeated strings was most of the cost).
 DICTIONARY_COLUMNS = (PARTITION, FILE_ID, INSTANT)
 _DICTIONARY = pa.dictionary(pa.int32(), pa.string())
+
+
+def as_schema(columns: Mapping[str, pa.Array | pa.ChunkedArray], schema: pa.Schema, rows: int) -> pa.Table:
+    """`columns` as a table of `schema`: only columns of another type are cast, absent ones are null."""
+    cols = []
+    for field in schema:
+        col = columns[field.name] if field.name in columns else pa.nulls(rows, field.type)
+        cols.append(col.cast(field.type) if col.type != field.type else col)
+    return pa.Table.from_arrays(cols, schema=schema)
 
 
 def memory_schema(ordering_type: pa.DataType | None) -> pa.Schema:
@@ -388,11 +397,7 @@ class KeyStateStore:
     def _conform(self, table: pa.Table) -> pa.Table:
         if table.schema.equals(self.schema):
             return table
-        cols = []
-        for field in self.schema:
-            col = table.column(field.name) if field.name in table.column_names else pa.nulls(table.num_rows, field.type)
-            cols.append(col.cast(field.type) if col.type != field.type else col)
-        return pa.Table.from_arrays(cols, schema=self.schema)
+        return as_schema({name: table.column(name) for name in table.column_names}, self.schema, table.num_rows)
 
     def write(self, state: ShardState, changes: pa.Table, instant: str, replaced: np.ndarray | None = None) -> Segment:
         """Write this instant's changes to the shard, folding deltas into a base when there are many

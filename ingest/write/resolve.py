@@ -173,33 +173,26 @@ def state_changes(
         ordering = upserts_with_file_ids.column(ordering_field).cast(ordering_type)
     else:
         ordering = pa.nulls(n, schema.field(ks.ORDERING).type)
-    live = _table(schema, {
+    live = ks.as_schema({
         ks.KEY: upserts_with_file_ids.column(KEY),
         ks.PARTITION: upserts_with_file_ids.column(PARTITION),
         ks.FILE_ID: upserts_with_file_ids.column(FILE_ID),
         ks.ORDERING: ordering,
         ks.DELETED: pa.array(np.zeros(n, dtype=bool)),
         ks.INSTANT: _repeated(instant, n),
-    })
+    }, schema, n)
     if not deleted_state.num_rows:
         return live
     m = deleted_state.num_rows
-    dead = _table(schema, {
+    dead = ks.as_schema({
         ks.KEY: deleted_state.column(ks.KEY),
         ks.PARTITION: deleted_state.column(ks.PARTITION),
         ks.FILE_ID: deleted_state.column(ks.FILE_ID),
         ks.ORDERING: deleted_state.column(ks.ORDERING),
         ks.DELETED: deleted_state.column(ks.DELETED),
         ks.INSTANT: _repeated(instant, m),
-    })
+    }, schema, m)
     return pa.concat_tables([live, dead])
-
-
-def _table(schema: pa.Schema, columns: dict[str, pa.Array | pa.ChunkedArray]) -> pa.Table:
-    """`columns` as `schema`'s types, casting only those that differ."""
-    return pa.Table.from_arrays(
-        [c if c.type == f.type else c.cast(f.type) for f, c in ((f, columns[f.name]) for f in schema)],
-        schema=schema)
 
 
 def _repeated(value: str, n: int) -> pa.Array:
