@@ -96,6 +96,22 @@ def test_ascii_keys_hash_in_generated_code_and_others_through_reflect(spark):
     assert got == [int(h) - (1 << 32) if h >= 1 << 31 else int(h) for h in java_string_hashes(pa.array(keys))] + [0]
 
 
+def test_keys_with_a_case_insensitive_collation_route_by_their_bytes(spark):
+    """`ABC` and `abc` are one value to a UTF8_LCASE column, but two keys to Hudi."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType
+
+    keys = ["ABC", "abc", "Order-7", "order-7", "É", "é"]
+    df = spark.createDataFrame([(k,) for k in keys], "id string").select(
+        F.col("id").cast(StringType("UTF8_LCASE")).alias("id"))
+    table = pa.table({"id": pa.array(keys)})
+    for plan in PLANS:
+        for exact in (True, False):
+            route = routing.jvm_route(df.schema, _spec("id"), plan, exact=exact)
+            got = [r["r"] for r in df.select(route.alias("r")).collect()]
+            assert got == routing.python_routes(table, _spec("id"), plan).to_pylist(), (plan, exact)
+
+
 def test_fast_route_misses_are_caught_by_the_task_and_recognised_by_the_driver():
     """Rows placed by the fast route (the whole key's hash): a task that got a key Hudi cuts elsewhere
     fails with a message the sink recognises."""

@@ -259,12 +259,17 @@ def _java_hash(text: Column) -> Column:
 
 def _hive_hash(text: Column) -> Column | None:
     """Spark's `HiveHash(text)`, which Spark's SQL does not name (it hashes Hive's bucketed tables),
-    built from its Catalyst class; None on a Spark without it (`reflect` then answers alone)."""
+    built from its Catalyst class; None on a Spark without it (`reflect` then answers alone).
+
+    The text is cast to the binary collation first: `HiveHash` of a string with another collation
+    hashes its collation key (`ABC` as `abc` under UTF8_LCASE), not its bytes.
+    """
     try:
         jvm = SparkContext._active_spark_context._jvm
         utils = jvm.org.apache.spark.sql.classic.ExpressionUtils
+        binary = text.cast(StringType("UTF8_BINARY"))
         children = jvm.scala.jdk.javaapi.CollectionConverters.asScala(
-            jvm.java.util.List.of(utils.expression(text._jc))).toSeq()
+            jvm.java.util.List.of(utils.expression(binary._jc))).toSeq()
         return Column(utils.column(jvm.org.apache.spark.sql.catalyst.expressions.HiveHash(children)))
     except (Py4JError, AttributeError):  # no such class, or no JVM behind this session
         return None
