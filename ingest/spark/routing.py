@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import SimpleNamespace
 
 import numpy as np
@@ -110,19 +110,21 @@ def is_misrouted(error: BaseException) -> bool:
 
 
 def shuffled(df: DataFrame, spec: KeyGeneratorSpec, plan: WritePlan, tasks_count: int, *,
-             exact: bool = False) -> DataFrame:
-    """`df` shuffled so that write task `i` gets exactly the rows whose route `r` has `r % tasks_count == i`.
+             exact: bool = False, columns: Mapping[str, Column] | None = None) -> DataFrame:
+    """`df` shuffled so that write task `i` gets exactly the rows whose route `r` has `r % tasks_count == i`,
+    with `columns` added in the same projection as the route.
 
     Routes are computed in the JVM when the key types allow (the fast form unless `exact`), else
     through a Python UDF. Spark places a row by `pmod(hash(slot), n)`, so each task's slot is a
     number known to hash to it: the routes spread evenly over the tasks, and each task can check it
     got only its own rows.
     """
+    added = dict(columns or {})
     if tasks_count == 1:  # one task owns every route: no shuffle at all
-        return df.withColumn(SLOT, F.lit(0)).coalesce(1)
+        return df.withColumns({**added, SLOT: F.lit(0)}).coalesce(1)
     settings = (plan.index_type, plan.bucket_count, tuple(plan.hash_fields), plan.shards)
     slot = _slot_column(df.sparkSession, df.schema.json(), spec, settings, tasks_count, exact)
-    return df.withColumn(SLOT, slot).repartition(tasks_count, SLOT)
+    return df.withColumns({**added, SLOT: slot}).repartition(tasks_count, SLOT)
 
 
 @functools.lru_cache(maxsize=32)
