@@ -6,9 +6,9 @@ write task computes (`ingest.hudi.keygen.bucket_index`) and with the key shard t
 column, Spark's string of the value is the one Hudi keys by, and the route is computed in the JVM:
 Java's `String.hashCode` (Spark's `HiveHash` for ASCII keys, `reflect` for others), Hudi's cut of
 complex keys, `List.hashCode`. Rows then never cross into Python before the shuffle. Other key types
-(doubles, decimals, dates, timestamps) take a vectorized Python UDF over the key columns. Either way each write task checks
-that every row it received has a route it owns (`check_task`): anything else fails the batch,
-naming the key, instead of letting two tasks write one file group.
+(doubles, decimals, dates, timestamps) take a vectorized Python UDF over the key columns. Either way
+each write task checks that every row it received has a route it owns (`check_task`): anything else
+fails the batch, naming the key, instead of letting two tasks write one file group.
 
 The JVM route comes in two forms. The exact one follows Hudi's cut for every key, but the cut of a
 key holding both `:` and `,` needs Spark's lambda functions, which Spark evaluates row by row
