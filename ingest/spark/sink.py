@@ -40,6 +40,7 @@ from ingest.hudi.timeline.commit_metadata import WriteStat
 from ingest.spark import routing
 from ingest.spark.failures import is_spark_error, spark_failure
 from ingest.spark.peak_memory import TASK_PEAK_IN_USE, TASK_PEAK_RSS, measured
+from ingest.spark.worker_gc import frozen_after
 from ingest.storage import Storage
 from ingest.write import batch as batch_mod
 from ingest.write import quarantine, tasks
@@ -371,7 +372,7 @@ class SparkEngine:
             task = _task()
             yield _result_batch(tasks.bucket_task(plan, prepare(table, task), task))
 
-        return _parse_results(routed.mapInArrow(measured(write, counters), RESULT_SCHEMA).collect())
+        return _parse_results(routed.mapInArrow(_on_executor(write, counters), RESULT_SCHEMA).collect())
 
     def _key_index(self, plan: WritePlan, prepared: PreparedFrame, routed: DataFrame, counters) -> tasks.TaskResult:
         """One job: shard tasks tag, place and index the batch's keys, then hand each file group's
@@ -397,7 +398,7 @@ class SparkEngine:
                     task = _task()
                     yield _result_batch(tasks.write_groups(plan, placed(table, task), task))
 
-            return _parse_results(routed.mapInArrow(measured(write_all, counters), RESULT_SCHEMA).collect())
+            return _parse_results(routed.mapInArrow(_on_executor(write_all, counters), RESULT_SCHEMA).collect())
 
         n_writers = WRITERS_PER_CORE * n_tasks
         write_task = functools.partial(tasks.write_task, tasks.write_tasks(plan, n_writers), n_writers)
@@ -414,9 +415,15 @@ class SparkEngine:
             if table is not None:
                 yield _result_batch(tasks.write_groups(plan, table, _task()))
 
-        packed = routed.mapInArrow(measured(tag_and_place, counters), PACKED_SCHEMA)
+        packed = routed.mapInArrow(_on_executor(tag_and_place, counters), PACKED_SCHEMA)
         groups = packed.repartition(n_writers, routing.SLOT)
-        return _parse_results(groups.mapInArrow(measured(write, counters), RESULT_SCHEMA).collect())
+        return _parse_results(groups.mapInArrow(_on_executor(write, counters), RESULT_SCHEMA).collect())
+
+
+def _on_executor(fn, counters):
+    """A task function for `mapInArrow`: its worker's peak memory measured, and its worker's objects
+    frozen for the garbage collector after its first task (`ingest.spark.worker_gc`)."""
+    return measured(frozen_after(fn), counters)
 
 
 SMALL_BATCH_ROWS = 20_000

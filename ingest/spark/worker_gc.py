@@ -1,0 +1,28 @@
+"""The cyclic garbage collector of the Python worker a write task runs in.
+
+PySpark's daemon runs `gc.collect()` after every task of a reused worker (`pyspark/daemon.py`,
+`manager`). A full collection examines every object the worker holds: once pyarrow, numpy, pyspark
+and ingest are imported, about 90,000 of them (modules' functions, classes, dicts), which took
+33-70 ms of CPU after each write task on the 2-core VM, while the next batch's tasks needed the CPU.
+
+After a worker's first task, the objects it holds are frozen (`gc.freeze`): later collections skip
+them and still collect everything that later tasks leave behind. Only reference cycles that were
+already garbage at that moment are never reclaimed, once per worker.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable, Iterator
+
+
+def frozen_after(fn: Callable[[Iterator], Iterator]) -> Callable[[Iterator], Iterator]:
+    """The task function `fn` (for `mapInArrow`), freezing its worker's objects after its first task."""
+
+    def run(batches: Iterator) -> Iterator:
+        yield from fn(batches)
+        # The state lives in the interpreter, not here: this closure is pickled anew with every task.
+        if not gc.get_freeze_count():
+            gc.freeze()
+
+    return run
