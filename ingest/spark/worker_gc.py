@@ -3,7 +3,7 @@
 PySpark's daemon runs `gc.collect()` after every task of a reused worker (`pyspark/daemon.py`,
 `manager`). A full collection examines every object the worker holds: once pyarrow, numpy, pyspark
 and ingest are imported, about 90,000 of them (modules' functions, classes, dicts), which took
-33-70 ms of CPU after each write task on the 2-core VM, while the next batch's tasks needed the CPU.
+33-70 ms of CPU after each write task on the 2-core VM: CPU an executor's other tasks could use.
 
 After a worker's first task, the objects it holds are frozen (`gc.freeze`): later collections skip
 them and still collect everything that later tasks leave behind. Only reference cycles that were
