@@ -6,8 +6,9 @@ and ingest are imported, about 90,000 of them (modules' functions, classes, dict
 33-70 ms of CPU after each write task on the 2-core VM: CPU an executor's other tasks could use.
 
 After a worker's first task, the objects it holds are frozen (`gc.freeze`): later collections skip
-them and still collect everything that later tasks leave behind. Only reference cycles that were
-already garbage at that moment are never reclaimed, once per worker.
+them and still collect everything that later tasks leave behind. Frozen objects are still freed when
+their last reference goes; only those left in unreachable reference cycles stay (the first task's
+own, once per worker).
 """
 
 from __future__ import annotations
