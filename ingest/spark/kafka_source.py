@@ -712,7 +712,7 @@ def builtin_options(options: Mapping[str, str]) -> dict[str, str]:
 def native_crc32c() -> bool:
     """Whether kafka-python computes CRC-32C with the `crc32c` extension. It checks every record
     batch's checksum (`check_crcs`, on by default, as in Java's consumer, which Hudi's Kafka sources use
-    with that default); in pure Python that check is most of a read's time (README, Performance)."""
+    with that default); in pure Python that check is most of a read's time (docs/performance.md, "The Kafka path")."""
     from kafka.record import util
 
     return util.crc32c_c is not None
