@@ -52,7 +52,7 @@ def _stored_keys(table: Path) -> set[str]:
 def test_a_new_table_records_the_field_prefixed_form():
     """Hudi 0.14.2/0.15.1 `KeyGenUtils.encodeSingleKeyFieldNameForComplexKeyGen`:
     `!hoodie.write.complex.keygen.new.encoding` (default false), so `ComplexAvroKeyGenerator.getRecordKey`
-    writes `field:value` unless the config asks for the bare value 0.14.1/0.15.0 wrote; no Hudi
+    writes `field:value` unless the config asks for the bare value 0.14.1/0.15.0/1.0.0-1.0.2 wrote; no Hudi
     `HoodieTableConfig` key records it, so we record the write key itself for a later writer."""
     from ingest.hudi.keygen.key_generator import KeyGeneratorSpec
 
@@ -63,8 +63,8 @@ def test_a_new_table_records_the_field_prefixed_form():
 
 
 def test_the_recorded_form_is_used_and_an_unrecorded_one_must_be_given(tmp_path):
-    """`ComplexAvroKeyGenerator.getRecordKey` (0.14.1/0.15.0: one field gives the bare value;
-    0.14.0, 0.14.2+, 0.15.1+: `field:value`, `hoodie.write.complex.keygen.new.encoding`): a writer that
+    """`ComplexAvroKeyGenerator.getRecordKey` (0.14.1/0.15.0/1.0.0-1.0.2: one field gives the bare value;
+    0.14.0, 0.14.2+, 0.15.1+, 1.0.3+: `field:value`, `hoodie.write.complex.keygen.new.encoding`): a writer that
     guesses the other form keys every record anew. The form recorded in hoodie.properties is followed;
     a table that records none is refused until the config says which it is."""
     table = tmp_path / "t"
@@ -104,3 +104,32 @@ def test_validation_refuses_an_existing_table_that_records_no_form(tmp_path):
     with pytest.raises(ConfigError, match=f"hoodie.properties: hudi.{ENCODING}: "):
         load_config(path, complex_)
     assert load_config(path, [*complex_, f"hudi.{ENCODING}=true"]).write.keygen.plain_record_key is True
+
+
+def test_at_version_9_keys_are_field_prefixed_whatever_the_writer_says(tmp_path):
+    """Hudi 1.1 `KeyGenUtils.encodeSingleKeyFieldNameForComplexKeyGen`: from write table version 9 on,
+    `field:value` whatever `hoodie.write.complex.keygen.new.encoding` says (and
+    `mayUseNewEncodingForComplexKeyGen` is false there). A new table at 9 asked for the bare form is
+    refused before anything is written; an existing table at 9 that records no form (as Hudi writes
+    it) is written `field:value` without being told, and the bare form is refused for it too."""
+    config = base(tmp_path)
+    complex_ = ["hudi.hoodie.datasource.write.keygenerator.class=org.apache.hudi.keygen.ComplexKeyGenerator",
+                "hudi.hoodie.write.table.version=9"]
+    with pytest.raises(ConfigError, match=f"hudi.{ENCODING}: true .* cannot be written at table version 9"):
+        load_config(write(tmp_path, config), [*complex_, f"hudi.{ENCODING}=true"])
+    assert not Path(config["table"]["path"]).exists()
+
+    at_9 = {"hoodie.write.table.version": "9"}
+    table = tmp_path / "t"
+    with pytest.raises(ConfigError, match=f"{ENCODING}: true .* cannot be written at table version 9"):
+        LocalWriter(_options(table, **at_9, **{ENCODING: "true"})).write(_rows("a"))
+    assert not (table / ".hoodie" / "hoodie.properties").exists()
+
+    LocalWriter(_options(table, **at_9)).write(_rows("a"))
+    assert _props(table)[ENCODING] == "false"
+    _forget_encoding(table)
+    LocalWriter(_options(table)).write(_rows("b"))              # silent config, nothing recorded
+    assert _stored_keys(table) == {"id:a", "id:b"}
+    with pytest.raises(ConfigError, match=f"{ENCODING}: true .* cannot be written at table version 9"):
+        LocalWriter(_options(table, **{ENCODING: "true"})).write(_rows("c"))
+    assert _stored_keys(table) == {"id:a", "id:b"}

@@ -201,9 +201,10 @@ KEYS: tuple[Key, ...] = (
         "written at its own version, never upgraded. Table services run at every version.",
         default="6", choices=WRITABLE_TABLE_VERSIONS),
     Key("hudi.hoodie.write.complex.keygen.new.encoding", Type.BOOLEAN, "COMPLEX key generator with one key "
-        "field: keys `field:value` (false, as Hudi 0.14.0, 0.14.2+, 0.15.1+ and 1.x write them) or the bare "
-        "value (true, as Hudi 0.14.1 and 0.15.0 wrote them). Recorded in hoodie.properties; an existing "
-        "table that records none (written by Hudi or an older ingest) must be given it.",
+        "field: keys `field:value` (false, as Hudi 0.14.0, 0.14.2+, 0.15.1+ and 1.0.3+ write them) or the "
+        "bare value (true, as Hudi 0.14.1, 0.15.0 and 1.0.0-1.0.2 wrote them). Recorded in hoodie.properties; "
+        "an existing table at version 6 or 8 that records none (written by Hudi or an older ingest) must be "
+        "given it. At table version 9 keys are always `field:value`, as Hudi writes them there: true is refused.",
         default_doc="the table's recorded value; false for a new table"),
     Key("hudi.hoodie.write.complex.keygen.encode.single.record.key.field.name", Type.REFUSED, "The name "
         "ingest used before; Hudi 0.14.2/0.15.1 name the setting as above, with the opposite meaning.", reason="use hoodie.write.complex.keygen.new.encoding (true for the "

@@ -14,10 +14,15 @@ from functools import cached_property
 from typing import Any
 
 from ingest.errors import ConfigError
-from ingest.hudi.config.table_config import TableConfigKey
+from ingest.hudi.config.table_config import TableConfig, TableConfigKey
 from ingest.hudi.config.table_version import DEFAULT_WRITE_VERSION, TableVersion
 from ingest.hudi.keygen.bucket_index import bucket_index_write_config, hash_fields_from_config
-from ingest.hudi.keygen.key_generator import COMPLEX_NEW_ENCODING, KeyGeneratorSpec, complex_key_encoding
+from ingest.hudi.keygen.key_generator import (
+    BARE_KEYS_REFUSED,
+    COMPLEX_NEW_ENCODING,
+    KeyGeneratorSpec,
+    complex_key_encoding,
+)
 from ingest.hudi.table.lock_provider import lazy_failed_writes
 from ingest.hudi.timeline.heartbeat import HeartbeatSettings
 from ingest.write.file_group_writer import InsertMode
@@ -135,7 +140,10 @@ class WriteOptions:
 
     @cached_property
     def keygen(self) -> KeyGeneratorSpec:
-        return KeyGeneratorSpec.from_config(self.hudi, jvm_timezone=self.jvm_timezone)
+        spec = KeyGeneratorSpec.from_config(self.hudi, jvm_timezone=self.jvm_timezone)
+        if spec.bare_complex_keys and not self.table_version.complex_key_form_chosen:
+            raise ConfigError(BARE_KEYS_REFUSED, key=COMPLEX_NEW_ENCODING)
+        return spec
 
     @property
     def lazy_failed_writes(self) -> bool:
@@ -182,8 +190,10 @@ class WriteOptions:
 
     def for_table(self, table_props: Mapping[str, str]) -> WriteOptions:
         """These options as a writer of the existing table `table_props` describes: with the key form
-        the table records where the config gives none (raises ConfigError if neither says)."""
-        encoding = complex_key_encoding(table_props, self.hudi)
+        its version fixes, else the one the table records where the config gives none (raises
+        ConfigError if neither says)."""
+        version = TableConfig(table_props).table_version
+        encoding = complex_key_encoding(table_props, self.hudi, chosen_by_writer=version.complex_key_form_chosen)
         if encoding is None or self.hudi.get(COMPLEX_NEW_ENCODING) == encoding:
             return self
         return replace(self, hudi={**self.hudi, COMPLEX_NEW_ENCODING: encoding})

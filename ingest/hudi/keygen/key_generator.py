@@ -17,12 +17,14 @@ The two paths disagree only on:
 - `TimestampBasedKeyGenerator` on decimals: the row path fails, the Avro path (and we) truncate.
 
 Record keys of `ComplexKeyGenerator` with a single key field are `field:value` in Hudi 0.14.0 and
-from 0.14.2/0.15.1 on, but the bare `value` in 0.14.1 and 0.15.0 (HUDI-7001: their
+from 0.14.2/0.15.1/1.0.3 on, but the bare `value` in 0.14.1, 0.15.0 and 1.0.0-1.0.2 (HUDI-7001: their
 `ComplexAvroKeyGenerator.getRecordKey` takes the one-field branch of `KeyGenUtils.getRecordKey`).
-0.14.2/0.15.1 choose with the write config `hoodie.write.complex.keygen.new.encoding` (default false:
-`field:value`; true: the bare value); no Hudi release records the choice in hoodie.properties. So we
-record that key there ourselves for such tables (new tables: false, Hudi's default), and a writer of an
-existing table that records nothing must say which form its keys have (`complex_key_encoding`).
+Later releases choose with the write config `hoodie.write.complex.keygen.new.encoding` (default false:
+`field:value`; true: the bare value) at table versions 6 and 8, and ignore it from version 9 on, where
+keys are always `field:value` (`KeyGenUtils.encodeSingleKeyFieldNameForComplexKeyGen`); no Hudi release
+records the choice in hoodie.properties. So we record that key there ourselves for such tables (new
+tables: false, Hudi's default), and a writer of an existing table at 6 or 8 that records nothing must
+say which form its keys have (`complex_key_encoding`).
 """
 
 from __future__ import annotations
@@ -494,26 +496,44 @@ class KeyGeneratorSpec:
             props[COMPLEX_NEW_ENCODING] = str(self.plain_record_key).lower()
         return props
 
+    @property
+    def bare_complex_keys(self) -> bool:
+        """A one-field complex key generator keying the bare value (`hoodie.write.complex.keygen.new.encoding`)."""
+        return self.kind is KeyGeneratorType.COMPLEX and self.plain_record_key
 
-def complex_key_encoding(table_props: Mapping[str, str], config: Mapping[str, str]) -> str | None:
+
+def complex_key_encoding(table_props: Mapping[str, str], config: Mapping[str, str], *,
+                         chosen_by_writer: bool = True) -> str | None:
     """The `hoodie.write.complex.keygen.new.encoding` a writer of this existing table uses: the one the
     config gives, else the one the table records; None for tables the setting does not concern.
+    `chosen_by_writer`: whether the table's version lets the setting choose; where it does not (version
+    9), the keys are `field:value` whatever a writer says, and the bare form is refused.
 
     Raises ConfigError when the table has a single-field complex key generator, records no encoding and
-    the config gives none: Hudi 0.14.1 and 0.15.0 wrote such keys bare, every other release
-    `field:value`, and a wrong guess duplicates every record on its next upsert.
+    the config gives none: Hudi 0.14.1, 0.15.0 and 1.0.0-1.0.2 wrote such keys bare, every other
+    release `field:value`, and a wrong guess duplicates every record on its next upsert.
     """
     kind = _CLASS_TYPES.get((table_props.get(TABLE_KEYGEN_CLASS) or "").strip())
     if kind is not KeyGeneratorType.COMPLEX or len(_trimmed_fields(table_props.get(TABLE_RECORDKEY_FIELDS, ""))) != 1:
         return None
     chosen = config.get(COMPLEX_NEW_ENCODING) or table_props.get(COMPLEX_NEW_ENCODING)
+    if not chosen_by_writer:
+        if chosen is not None and _flag({COMPLEX_NEW_ENCODING: chosen}, COMPLEX_NEW_ENCODING, False):
+            raise ConfigError(BARE_KEYS_REFUSED, key=COMPLEX_NEW_ENCODING)
+        return "false"
     if chosen is None:
         raise ConfigError(
             "this table's complex key generator has one record key field and the table does not record "
-            "whether its keys are `field:value` (Hudi 0.14.0, 0.14.2+, 0.15.1+, 1.x, ingest) or the bare "
-            "value (Hudi 0.14.1, 0.15.0); set it: false for `field:value`, true for the bare value "
-            "(look at _hoodie_record_key in its files)", key=COMPLEX_NEW_ENCODING)
+            "whether its keys are `field:value` (Hudi 0.14.0, 0.14.2+, 0.15.1+, 1.0.3+, ingest) or the bare "
+            "value (Hudi 0.14.1, 0.15.0, 1.0.0-1.0.2); set it: false for `field:value`, true for the bare "
+            "value (look at _hoodie_record_key in its files)", key=COMPLEX_NEW_ENCODING)
     return chosen
+
+
+BARE_KEYS_REFUSED = (
+    "true (the bare value) cannot be written at table version 9: Hudi keys a one-field complex key generator's "
+    "records `field:value` there whatever this setting says (KeyGenUtils.encodeSingleKeyFieldNameForComplexKeyGen), "
+    "so its writers would not find these keys")
 
 
 # -- computing keys -------------------------------------------------------------------------------------
