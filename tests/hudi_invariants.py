@@ -9,7 +9,8 @@ process to open the table. Each check names the Java code whose rule it keeps:
   a marker naming anything else fails every Hudi writer's rollback of our failed instants;
 * Avro names: `org.apache.avro.Schema.Parser` (strict name validation) parses the SCHEMA header of every
   log block (`HoodieDataBlock`), the `schema` of every commit (`TableSchemaResolver`) and the footer
-  schema of every base file (`AvroReadSupport`); the `avro` package's parser applies the same rules;
+  schema of every base file (`AvroReadSupport`); the `avro` package's parser applies its rules to names of
+  types and enum symbols, and field names (`Schema.Field`'s constructor calls `validateName`) are checked here;
 * simple index: `HoodieSimpleIndex.fetchRecordLocationsForAffectedPartitions` reads keys from the latest
   base files only (`HoodieIndexUtils.getLatestBaseFilesForPartition`) because
   `HoodieSimpleIndex.canIndexLogFiles()` is false: for every index but BUCKET a live key must be in
@@ -44,6 +45,7 @@ process to open the table. Each check names the Java code whose rule it keeps:
 from __future__ import annotations
 
 import io
+import json
 import re
 from datetime import datetime
 from pathlib import Path
@@ -126,11 +128,43 @@ def _data_files(table: Path):
             yield f
 
 
+def _java_valid_name(name: str) -> bool:
+    """Java Avro's `Schema.validateName`: a letter or `_`, then letters, digits or `_`."""
+    return bool(name) and (name[0].isalpha() or name[0] == "_") and all(c.isalnum() or c == "_" for c in name[1:])
+
+
+def _names_java_refuses(node) -> list[str]:
+    """Names in a schema (parsed JSON) that Java's `Schema.Parser` refuses: field names (`Field`'s
+    constructor), the simple name of every record, enum and fixed (`Name`), enum symbols (`EnumSchema`).
+    The `avro` package checks the last two only, so field names are checked here."""
+    if isinstance(node, list):
+        return [bad for branch in node for bad in _names_java_refuses(branch)]
+    if not isinstance(node, dict):
+        return []
+    bad = []
+    if node.get("type") in ("record", "error", "enum", "fixed") and "name" in node:
+        simple = node["name"].rsplit(".", 1)[-1]
+        bad += [] if _java_valid_name(simple) else [f"{node['type']} name {simple!r}"]
+    for f in node.get("fields", []) if node.get("type") in ("record", "error") else []:
+        bad += [] if _java_valid_name(f["name"]) else [f"field name {f['name']!r}"]
+        bad += _names_java_refuses(f["type"])
+    for symbol in node.get("symbols", []) if node.get("type") == "enum" else []:
+        bad += [] if _java_valid_name(symbol) else [f"enum symbol {symbol!r}"]
+    for key in ("items", "values"):
+        if key in node:
+            bad += _names_java_refuses(node[key])
+    if isinstance(node.get("type"), (dict, list)):
+        bad += _names_java_refuses(node["type"])
+    return bad
+
+
 def _strict_parse(text: str, where: str) -> None:
     try:
         avro.schema.parse(text)
     except Exception as e:  # SchemaParseException and its kin: the Java parser rejects the same
         raise AssertionError(f"{where}: Avro's strict parser rejects the schema: {e}") from e
+    refused = _names_java_refuses(json.loads(text))
+    assert not refused, f"{where}: Java's Schema.Parser refuses {', '.join(refused)} (Schema.validateName)"
 
 
 def check_schemas(table: Path) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import random
+import re
 from pathlib import Path
 
 import crashes
@@ -134,3 +135,22 @@ def test_avro_files_hudi_cannot_resolve_are_caught(tmp_path):
     with pytest.raises(AssertionError, match="must be an Avro container"):
         hudi_invariants.check_timeline_avro(Path(w.path))
 
+
+
+@pytest.mark.parametrize(("fields", "refused"), [
+    ([{"name": "order-id", "type": "string"}], "field name 'order-id'"),
+    ([{"name": "1x", "type": "long"}], "field name '1x'"),
+    ([{"name": "a", "type": {"type": "record", "name": "inner", "fields": [{"name": "c d", "type": "int"}]}}],
+     "field name 'c d'"),
+    ([{"name": "e", "type": ["null", {"type": "enum", "name": "E", "symbols": ["ok", "not-ok"]}]}],
+     None),  # the `avro` package refuses the symbol itself
+])
+def test_names_javas_schema_parser_refuses_are_caught(fields, refused):
+    """Java's `Schema.Parser` validates every field name (`Schema.Field`'s constructor calls
+    `Schema.validateName`), as it does type names and enum symbols; the `avro` package checks only the
+    latter two, so a field name Hudi's readers cannot parse must still fail the schema check."""
+    schema = {"type": "record", "name": "orders_record", "namespace": "hoodie.orders", "fields": fields}
+    with pytest.raises(AssertionError, match=re.escape(refused) if refused else "strict parser rejects"):
+        hudi_invariants._strict_parse(json.dumps(schema), "a schema")
+    ok = {**schema, "fields": [{"name": "_order_id", "type": "string"}, {"name": "é1", "type": "int"}]}
+    hudi_invariants._strict_parse(json.dumps(ok), "a schema")
