@@ -223,3 +223,22 @@ def test_reads_unchanged_by_cleaning(tmp_path, policy):
     cleaner.clean(w.table, CleanSettings(policy=policy, commits_retained=1, file_versions_retained=1), force=True)
     assert our_rows(path) == w.expected()
     assert sorted(hudi_rs_rows(path)) == sorted(w.expected())
+
+
+def test_a_table_opened_by_a_relative_path_plans_absolute_paths(tmp_path, monkeypatch):
+    """`CleanActionExecutor.deleteFilesFunc` deletes each plan entry's `filePath` as given, resolved
+    against its own process's working directory (and `BaseRollbackHelper` refuses a path outside the base
+    path): a table opened by a relative path must still plan absolute ones, or a Hudi writer (or ingest
+    run from another folder) finishing the clean deletes nothing and records it done."""
+    monkeypatch.chdir(tmp_path)
+    w = compacted_table("t", 3)
+    assert w.table.base_url == str(tmp_path / "t")
+    (result,) = cleaner.clean(w.table, CleanSettings(policy=CleanerPolicy.KEEP_LATEST_FILE_VERSIONS,
+                                                     file_versions_retained=1), force=True)
+    plan = cleaner.read_plan(w.table, result.instant)
+    paths = [w.table.storage.url(p) for ps in plan.files.values() for p in ps]
+    requested = read_instant(w.table.storage, w.table.timeline().get(result.instant).to(State.REQUESTED))
+    planned = [i["filePath"] for infos in next(iter(fastavro.reader(io.BytesIO(requested))))[
+        "filePathsToBeDeletedPerPartition"].values() for i in infos]
+    assert planned and sorted(planned) == sorted(paths)
+    assert all(p.startswith(str(tmp_path / "t") + "/") for p in planned)
