@@ -126,7 +126,10 @@ def test_compaction_and_cleaning_read_as_the_model(tmp_path, version):
             assert latest.base_instant == compacted
             assert all(lf.name.base_instant > compacted for lf in latest.log_files)
     clean = timeline.get(cleaned)
-    assert clean.is_completed and (timeline_dir(w.path) / f"{cleaned}.clean.inflight").stat().st_size == 0
+    assert clean.is_completed
+    inflight = (timeline_dir(w.path) / f"{cleaned}.clean.inflight").read_bytes()
+    # 1.0 repeats the plan there (`CleanActionExecutor.runClean`), 1.1 writes nothing (HUDI-9330).
+    assert inflight == ((timeline_dir(w.path) / f"{cleaned}.clean.requested").read_bytes() if version == 8 else b"")
     counts = hudi_invariants.check(w.path, bucket_index=True)
     assert counts["timeline"] == len(names) and counts["schemas"] > 0
 
@@ -338,10 +341,10 @@ def test_a_crash_mid_compaction_then_the_next_run(tmp_path, version):
 @pytest.mark.slow
 @pytest.mark.parametrize("version", VERSIONS)
 def test_a_crash_mid_clean_then_clean_again(tmp_path, version):
-    """A cleaner killed after its first delete (`mid_clean`) leaves the clean inflight (empty at 8/9,
-    `ActiveTimelineV2.transitionCleanRequestedToInflight`); the next clean executes it again from the
-    plan in its requested file (`CleanActionExecutor.runPendingClean`), files already gone reported as
-    failed deletes. hudi-rs reads the model's rows throughout."""
+    """A cleaner killed after its first delete (`mid_clean`) leaves the clean inflight (its plan at 8, as
+    Hudi 1.0's `CleanActionExecutor.runClean` writes it, empty at 9 as 1.1 writes it); the next clean
+    executes it again from the plan in its requested file (`CleanActionExecutor.runPendingClean`), files
+    already gone reported as failed deletes. hudi-rs reads the model's rows throughout."""
     path = tmp_path / "t"
     w = ModelWriter(path, buckets=2, version=version)
     rng = random.Random(22)
@@ -353,7 +356,9 @@ def test_a_crash_mid_clean_then_clean_again(tmp_path, version):
     assert run_service(path, "clean", "mid_clean") == CRASH_EXIT_CODE
     pending = w.table.timeline().pending(Action.CLEAN)
     assert [i.state for i in pending] == [State.INFLIGHT]
-    assert (timeline_dir(path) / f"{pending[0].timestamp}.clean.inflight").stat().st_size == 0
+    inflight = (timeline_dir(path) / f"{pending[0].timestamp}.clean.inflight").read_bytes()
+    assert inflight == ((timeline_dir(path) / f"{pending[0].timestamp}.clean.requested").read_bytes()
+                        if version == 8 else b"")
     rows_match(w)
     assert run_service(path, "clean", None) == 0
     timeline = w.table.timeline()

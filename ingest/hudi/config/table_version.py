@@ -22,8 +22,9 @@ Mirrors Hudi's `HoodieTableVersion` and what its upgrade handlers change (`SixTo
 * table services: which ones ingest runs, one flag each (compaction, cleaning and archival, into the
   LSM history at 8 and 9, run at every version today); and their plans as 1.x writes them: the
   compaction plan carries `missingSchedulePartitions` (`HoodieCompactionPlanGenerator.getCompactionPlan`),
-  a clean's inflight file is empty (`ActiveTimelineV2.transitionCleanRequestedToInflight`, no plan
-  argument in 1.2), a clean plan's extra metadata an empty map (`CleanPlanActionExecutor`);
+  a clean plan's extra metadata an empty map (`CleanPlanActionExecutor`); a clean's inflight file
+  repeats the plan at 6 and 8, as 0.x and 1.0 write it (`CleanActionExecutor.runClean` passes the plan
+  to `transitionCleanRequestedToInflight`), and is empty at 9, as 1.1 writes it (no plan argument);
 * record keys of a ComplexKeyGenerator with one key field: `field:value` or the bare value as the
   writer's `hoodie.write.complex.keygen.new.encoding` says at 6 and 8, always `field:value` from 9
   (`KeyGenUtils.encodeSingleKeyFieldNameForComplexKeyGen`, `mayUseNewEncodingForComplexKeyGen`).
@@ -56,6 +57,7 @@ class TableVersion:
     cleaning: bool                  # ingest cleans it
     archival: bool                  # ingest archives its timeline
     plans_of_1x: bool               # compaction and clean plans as Hudi 1.x writes them
+    clean_plan_in_inflight: bool    # the clean's inflight file repeats its plan (else empty)
     # A one-field ComplexKeyGenerator keys as `hoodie.write.complex.keygen.new.encoding` says; else
     # always `field:value` (`KeyGenUtils.encodeSingleKeyFieldNameForComplexKeyGen`, Hudi 1.1).
     complex_key_form_chosen: bool
@@ -99,14 +101,14 @@ class TableVersion:
 _V6_HEADERS = frozenset(k for k in HeaderKey if k <= HeaderKey.BLOCK_IDENTIFIER)
 
 V6 = TableVersion(6, 1, False, False, "APPEND", _V6_HEADERS, False, False, False, False, "deltastreamer.checkpoint.key",
-                  compaction=True, cleaning=True, archival=True, plans_of_1x=False, complex_key_form_chosen=True,
-                  hudi_releases="Hudi 0.14/0.15")
+                  compaction=True, cleaning=True, archival=True, plans_of_1x=False, clean_plan_in_inflight=True,
+                  complex_key_form_chosen=True, hudi_releases="Hudi 0.14/0.15")
 V8 = TableVersion(8, 2, True, True, "CREATE", frozenset(HeaderKey), True, False, False, False, "streamer.checkpoint.key.v2",
-                  compaction=True, cleaning=True, archival=True, plans_of_1x=True, complex_key_form_chosen=True,
-                  hudi_releases="Hudi 1.0")
+                  compaction=True, cleaning=True, archival=True, plans_of_1x=True, clean_plan_in_inflight=True,
+                  complex_key_form_chosen=True, hudi_releases="Hudi 1.0")
 V9 = TableVersion(9, 2, True, True, "CREATE", frozenset(HeaderKey), True, True, True, True, "streamer.checkpoint.key.v2",
-                  compaction=True, cleaning=True, archival=True, plans_of_1x=True, complex_key_form_chosen=False,
-                  hudi_releases="Hudi 1.1/1.2")
+                  compaction=True, cleaning=True, archival=True, plans_of_1x=True, clean_plan_in_inflight=False,
+                  complex_key_form_chosen=False, hudi_releases="Hudi 1.1/1.2")
 _VERSIONS = {v.number: v for v in (V6, V8, V9)}
 
 READABLE_VERSIONS: tuple[int, ...] = tuple(_VERSIONS)

@@ -308,8 +308,8 @@ def execute(table: HudiTable, instant_time: str) -> CleanResult:
     layout = table.layout
     plan_bytes = read_instant(storage, instant.to(State.REQUESTED), layout)
     plan = CleanerPlan.from_bytes(storage, plan_bytes)
-    # 0.x repeats the plan in the inflight file; 1.2 leaves it empty (`transitionCleanRequestedToInflight`).
-    inflight_bytes = b"" if table.version.plans_of_1x else plan_bytes
+    # 0.x and 1.0 repeat the plan in the inflight file; 1.1 leaves it empty (`transitionCleanRequestedToInflight`).
+    inflight_bytes = plan_bytes if table.version.clean_plan_in_inflight else b""
     inflight = start(storage, instant, inflight_bytes, layout) if instant.state is State.REQUESTED else instant
     partitions: dict[str, dict] = {}
     deleted, failed = [], []
