@@ -25,7 +25,8 @@ interrupted is executed again from its plan (deleting is idempotent; files alrea
 as failed deletes, as Hudi reports them).
 
 At table versions 8 and 9 the same records in the layout-2 timeline (Hudi 1.2's schemas of the two are
-0.15's): `<t>.clean.inflight` is empty and the completed clean is `<t>_<completion>.clean`. Slices are
+0.15's): `<t>.clean.inflight` repeats the plan at 8 and is empty at 9 (as Hudi 1.0 and 1.1 write it),
+and the completed clean is `<t>_<completion>.clean`. Slices are
 those of the completion-time view, and the rules above compare their base instants (requested times),
 as 1.x's `CleanPlanner` and `CleanerUtils.getEarliestCommitToRetain` do.
 """
