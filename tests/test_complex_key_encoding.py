@@ -133,3 +133,13 @@ def test_at_version_9_keys_are_field_prefixed_whatever_the_writer_says(tmp_path)
     with pytest.raises(ConfigError, match=f"{ENCODING}: true .* cannot be written at table version 9"):
         LocalWriter(_options(table, **{ENCODING: "true"})).write(_rows("c"))
     assert _stored_keys(table) == {"id:a", "id:b"}
+
+
+def test_an_existing_table_keeps_its_versions_form_whatever_version_new_tables_get(tmp_path):
+    """An existing table is written at its own version (`hoodie.write.table.version` is for new tables):
+    a version-8 table of bare keys stays writable, bare, under a config that creates tables at 9."""
+    table = tmp_path / "t"
+    LocalWriter(_options(table, **{"hoodie.write.table.version": "8", ENCODING: "true"})).write(_rows("a"))
+    LocalWriter(_options(table, **{"hoodie.write.table.version": "9"})).write(_rows("b"))
+    assert _props(table)["hoodie.table.version"] == "8"
+    assert _stored_keys(table) == {"a", "b"}

@@ -126,6 +126,8 @@ class WriteOptions:
     # Column names Avro refuses are renamed with this mask (HoodieStreamer's sanitizing); None refuses them.
     invalid_name_mask: str | None = None
     heartbeat: HeartbeatSettings = HeartbeatSettings()  # of each instant in flight (`ingest.hudi.timeline.heartbeat`)
+    # The version of the existing table these options write (`for_table`); None before it is known.
+    existing_version: TableVersion | None = None
 
     def __post_init__(self) -> None:
         if self.insert_mode is None:
@@ -141,7 +143,7 @@ class WriteOptions:
     @cached_property
     def keygen(self) -> KeyGeneratorSpec:
         spec = KeyGeneratorSpec.from_config(self.hudi, jvm_timezone=self.jvm_timezone)
-        if spec.bare_complex_keys and not self.table_version.complex_key_form_chosen:
+        if spec.bare_complex_keys and not (self.existing_version or self.table_version).complex_key_form_chosen:
             raise ConfigError(BARE_KEYS_REFUSED, key=COMPLEX_NEW_ENCODING)
         return spec
 
@@ -189,14 +191,16 @@ class WriteOptions:
         return {k: v for k, v in settings.items() if v is not None and v != ""}
 
     def for_table(self, table_props: Mapping[str, str]) -> WriteOptions:
-        """These options as a writer of the existing table `table_props` describes: with the key form
-        its version fixes, else the one the table records where the config gives none (raises
-        ConfigError if neither says)."""
+        """These options as a writer of the existing table `table_props` describes: at its version (not
+        the one `hoodie.write.table.version` gives new tables), with the key form that version fixes,
+        else the one the table records where the config gives none (raises ConfigError if neither
+        says; UnsupportedTable for a version ingest does not know, which callers refuse before)."""
         version = TableConfig(table_props).table_version
         encoding = complex_key_encoding(table_props, self.hudi, chosen_by_writer=version.complex_key_form_chosen)
-        if encoding is None or self.hudi.get(COMPLEX_NEW_ENCODING) == encoding:
+        hudi = self.hudi if encoding is None else {**self.hudi, COMPLEX_NEW_ENCODING: encoding}
+        if hudi == self.hudi and self.existing_version is version:
             return self
-        return replace(self, hudi={**self.hudi, COMPLEX_NEW_ENCODING: encoding})
+        return replace(self, hudi=hudi, existing_version=version)
 
     def identity_settings(self) -> dict[str, str]:
         """Settings that must agree with an existing table's (they define what a record is)."""
