@@ -88,10 +88,11 @@ class Storage:
         self.fs, root = fsspec.core.url_to_fs(self.base_url, **fs_options)
         self.root = root.rstrip("/") if root not in ("/", "") else root
         self.is_local = isinstance(self.fs, LocalFileSystem)
-        if self.is_local and "://" not in self.base_url:
+        if self.is_local and "://" not in self.base_url and not self.base_url.startswith("file:"):
             # Plans name files by URL (`CleanActionExecutor`, `BaseRollbackHelper` open them as given):
             # a relative one would resolve against the working directory of whichever process runs them.
-            self.base_url = self.root
+            # Normalized as Hadoop's `Path` is, so `..` does not make Hudi see another base path.
+            self.base_url = posixpath.normpath(self.root)
 
     def __reduce__(self):
         # Executors rebuild the file system from the URL and options rather than unpickling clients.

@@ -129,8 +129,13 @@ def _data_files(table: Path):
 
 
 def _java_valid_name(name: str) -> bool:
-    """Java Avro's `Schema.validateName`: a letter or `_`, then letters, digits or `_`."""
-    return bool(name) and (name[0].isalpha() or name[0] == "_") and all(c.isalnum() or c == "_" for c in name[1:])
+    """Java Avro's `Schema.validateName`: a letter or `_`, then letters, digits or `_`, char by char (a
+    character beyond U+FFFF is two surrogate chars there, neither a letter)."""
+    def letter(c: str) -> bool:
+        return c.isalpha() and ord(c) <= 0xFFFF
+
+    return bool(name) and (letter(name[0]) or name[0] == "_") and all(
+        letter(c) or (c.isdecimal() and ord(c) <= 0xFFFF) or c == "_" for c in name[1:])
 
 
 def _names_java_refuses(node) -> list[str]:

@@ -235,10 +235,7 @@ def test_a_table_opened_by_a_relative_path_plans_absolute_paths(tmp_path, monkey
     assert w.table.base_url == str(tmp_path / "t")
     (result,) = cleaner.clean(w.table, CleanSettings(policy=CleanerPolicy.KEEP_LATEST_FILE_VERSIONS,
                                                      file_versions_retained=1), force=True)
-    plan = cleaner.read_plan(w.table, result.instant)
-    paths = [w.table.storage.url(p) for ps in plan.files.values() for p in ps]
     requested = read_instant(w.table.storage, w.table.timeline().get(result.instant).to(State.REQUESTED))
     planned = [i["filePath"] for infos in next(iter(fastavro.reader(io.BytesIO(requested))))[
         "filePathsToBeDeletedPerPartition"].values() for i in infos]
-    assert planned and sorted(planned) == sorted(paths)
-    assert all(p.startswith(str(tmp_path / "t") + "/") for p in planned)
+    assert planned and all(p.startswith(str(tmp_path / "t") + "/") for p in planned)

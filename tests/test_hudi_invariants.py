@@ -136,7 +136,6 @@ def test_avro_files_hudi_cannot_resolve_are_caught(tmp_path):
         hudi_invariants.check_timeline_avro(Path(w.path))
 
 
-
 @pytest.mark.parametrize(("fields", "refused"), [
     ([{"name": "order-id", "type": "string"}], "field name 'order-id'"),
     ([{"name": "1x", "type": "long"}], "field name '1x'"),

@@ -3,7 +3,8 @@
 Every Hudi process opens a table through `HoodieTableConfig`, so a key Hudi records that we record
 differently (or not at all) changes what Hudi's readers, writers and services do with our table. The
 tables here take each Hudi-written fixture's own rows and its SQL's settings (record key, partition
-field, ordering field, hive-style paths, the payload where the SQL chose one, the SIMPLE index), at
+field, ordering field, hive-style paths, the payload Hudi recorded where it recorded one, the SIMPLE
+index: the fixtures are SIMPLE key generator tables without a bucket index), at
 its table version, and must record what Hudi recorded. The only differences allowed are named below,
 each with the Java that reads it.
 """
@@ -24,7 +25,7 @@ from ingest.write.options import IndexOptions, IndexType, WriteOptions
 
 OVERWRITE_WITH_LATEST = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
 
-# (fixture, table version, record key, partition field, ordering field, payload its SQL left Hudi to record)
+# (fixture, table version, record key, partition field, ordering field, payload Hudi recorded for its SQL)
 FIXTURES = [
     ("v6_trips_8i1u", 6, "uuid", "city", "ts", OVERWRITE_WITH_LATEST),
     ("v8_trips_8i3u1d", 8, "uuid", "city", "ts", None),
