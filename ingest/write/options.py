@@ -191,10 +191,11 @@ class WriteOptions:
         return {k: v for k, v in settings.items() if v is not None and v != ""}
 
     def for_table(self, table_props: Mapping[str, str]) -> WriteOptions:
-        """These options as a writer of the existing table `table_props` describes: at its version (not
-        the one `hoodie.write.table.version` gives new tables), with the key form that version fixes,
-        else the one the table records where the config gives none (raises ConfigError if neither
-        says; UnsupportedTable for a version ingest does not know, which callers refuse before)."""
+        """These options as a writer of the existing table `table_props` describes: its version kept as
+        `existing_version` (the key form follows it, not `hoodie.write.table.version`, which is for new
+        tables), and the key form that version fixes, else the one the table records where the config
+        gives none (raises ConfigError if neither says; UnsupportedTable for a version ingest does not
+        know, which callers refuse before)."""
         version = TableConfig(table_props).table_version
         encoding = complex_key_encoding(table_props, self.hudi, chosen_by_writer=version.complex_key_form_chosen)
         hudi = self.hudi if encoding is None else {**self.hudi, COMPLEX_NEW_ENCODING: encoding}
