@@ -126,6 +126,19 @@ class Storage:
         """A storage rooted at a sub-folder, sharing the options."""
         return Storage(self.url(rel), self.options)
 
+    def relative(self, location: str) -> str | None:
+        """The table-relative path of a file a plan names by full location, or None if it lies outside.
+
+        Hudi's `FSUtils.getRelativePartitionPath` compares paths without their scheme: a Hudi writer's
+        plans name local files `file:/...` and S3 ones `s3a://...`, whatever URL this table was opened
+        by. So does this (a bucket must still match). `..` is resolved first, as Hadoop's `Path` does.
+        """
+        full = posixpath.normpath(self.fs._strip_protocol(location))
+        try:
+            return self._rel(full) or None
+        except ValueError:
+            return None
+
     def _rel(self, full: str) -> str:
         full = full.rstrip("/")
         prefix = self.root.rstrip("/") + "/"

@@ -239,3 +239,35 @@ def test_a_table_opened_by_a_relative_path_plans_absolute_paths(tmp_path, monkey
     planned = [i["filePath"] for infos in next(iter(fastavro.reader(io.BytesIO(requested))))[
         "filePathsToBeDeletedPerPartition"].values() for i in infos]
     assert planned and all(p.startswith(str(tmp_path / "t") + "/") for p in planned)
+
+
+def test_a_hudi_plan_naming_files_by_a_qualified_path_deletes_them(tmp_path):
+    """`CleanActionExecutor.deleteFilesFunc` deletes `new Path(filePath)` as the plan gives it: a Hudi
+    writer's plan names local files `file:/...` (Hadoop's qualified listing) and S3 ones `s3a://...`,
+    whatever URL ingest opened the table by. Finishing such a plan deletes those files; a file it names
+    outside the table is left alone and reported as a failed delete."""
+    w = compacted_table(tmp_path / "t", 3)
+    instant = cleaner.schedule(w.table, CleanSettings(policy=CleanerPolicy.KEEP_LATEST_FILE_VERSIONS,
+                                                      file_versions_retained=1), force=True)
+    requested = w.table.timeline().get(instant).to(State.REQUESTED)
+    plan = next(iter(fastavro.reader(io.BytesIO(read_instant(w.table.storage, requested)))))
+    planned = [i["filePath"][len(w.table.base_url) + 1:]
+               for infos in plan["filePathsToBeDeletedPerPartition"].values() for i in infos]
+    stranger = tmp_path / "not-the-table.parquet"
+    stranger.write_bytes(b"keep")
+    partition = next(iter(plan["filePathsToBeDeletedPerPartition"]))
+    for infos in plan["filePathsToBeDeletedPerPartition"].values():
+        for info in infos:
+            info["filePath"] = "file:" + info["filePath"]
+    plan["filePathsToBeDeletedPerPartition"][partition].append(
+        {"filePath": f"file:{w.table.base_url}/../{stranger.name}", "isBootstrapBaseFile": False})
+    w.table.storage.write(f".hoodie/{requested.file_name}", avro_models.serialize(avro_models.CLEANER_PLAN, plan))
+
+    result = cleaner.execute(w.table, instant)
+    assert planned and sorted(result.deleted) == sorted(planned)
+    assert not any(w.table.storage.exists(p) for p in planned)
+    assert stranger.read_bytes() == b"keep"
+    metadata = avro_models.deserialize(read_instant(w.table.storage, w.table.timeline().get(instant)))
+    assert metadata["partitionMetadata"][partition]["failedDeleteFiles"] == [stranger.name]
+    assert metadata["totalFilesDeleted"] == len(planned)
+    assert our_rows(w.path) == w.expected()

@@ -23,6 +23,7 @@ from hudi_avsc import ROLLBACK_METADATA_0_15, ROLLBACK_PLAN_0_15, parse_hudi_tex
 
 from ingest.cli import main
 from ingest.faults import CRASH_EXIT_CODE
+from ingest.hudi.avro import avro_models
 from ingest.hudi.config.service_settings import CompactionSettings
 from ingest.hudi.log.data_block import avro_data_block, decode_data_block, encode_avro_records
 from ingest.hudi.log.log_block import BlockType, CommandType, HeaderKey
@@ -32,7 +33,7 @@ from ingest.hudi.services import compaction, rollback
 from ingest.hudi.table import markers
 from ingest.hudi.table.snapshot import read_snapshot
 from ingest.hudi.table.table import HudiTable
-from ingest.hudi.timeline.instant import Action, State
+from ingest.hudi.timeline.instant import Action, Instant, State
 from ingest.hudi.timeline.timeline import read_instant, start
 from ingest.index import key_state as ks
 from ingest.storage import Storage
@@ -322,6 +323,43 @@ def test_rollback_of_a_hudi_write_without_markers_lists_files(hudi_table_copy):
     block = last_block(storage, left["log"])
     assert block.block_type is BlockType.COMMAND and block.get(HeaderKey.TARGET_INSTANT_TIME) == FAILED
     assert_every_field_set(hudi_rollback_metadata(read_instant(storage, rollback_instant)))
+    assert rows_of(root) == before
+    assert hudi_rs_rows(root) == before
+
+
+def test_a_pending_hudi_rollback_naming_files_by_a_qualified_path_deletes_them(hudi_table_copy):
+    """`BaseRollbackHelper.deleteFiles` deletes `new Path(fileToDelete)` and finds its partition with
+    `FSUtils.getRelativePartitionPath`, which compares paths without scheme or authority: a Hudi writer
+    on local storage plans `file:/...` (Hadoop's qualified listing), on S3 `s3a://...`, whatever URL
+    ingest opened the table by. Resuming such a plan deletes those files; a file a plan names outside
+    the table is left alone and reported as a failed delete."""
+    root = hudi_table_copy(FIXTURE)
+    before = rows_of(root)
+    left = failed_hudi_write(root, marker_kind="DIRECT")
+    storage = Storage(str(root))
+    table = HudiTable.open(str(root))
+    stranger = root.parent / "not-the-table.parquet"
+    stranger.write_bytes(b"keep")
+    requests = rollback.plan_rollback(storage, table.timeline(), table.timeline().get(FAILED))
+    plan = {
+        "instantToRollback": {"commitTime": FAILED, "action": "deltacommit"},
+        "RollbackRequests": [
+            {**r, "filesToBeDeleted": [f"file:{u}" for u in r["filesToBeDeleted"]]}
+            for r in (req.to_avro(storage) for req in requests)
+        ] + [{"partitionPath": "city=chennai", "fileId": "", "latestBaseInstant": "",
+              "filesToBeDeleted": [f"file:{root}/../{stranger.name}"], "logBlocksToBeDeleted": {}}],
+        "version": 1,
+    }
+    assert any(r["filesToBeDeleted"] for r in plan["RollbackRequests"][:-1])
+    pending = Instant("20250331030800000", Action.ROLLBACK, State.REQUESTED)
+    storage.write(f".hoodie/{pending.file_name}", avro_models.serialize(avro_models.ROLLBACK_PLAN, plan))
+
+    done = rollback.resume(storage, HudiTable.open(str(root)).timeline(), pending)
+    assert not storage.exists(left["new_base"])
+    assert stranger.read_bytes() == b"keep"
+    chennai = hudi_rollback_metadata(read_instant(storage, done))["partitionMetadata"]["city=chennai"]
+    assert chennai["successDeleteFiles"] == [storage.url(left["new_base"])]
+    assert chennai["failedDeleteFiles"] == [f"file:{root}/../{stranger.name}"]
     assert rows_of(root) == before
     assert hudi_rs_rows(root) == before
 

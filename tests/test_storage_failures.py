@@ -88,3 +88,22 @@ def test_temporaries_of_dead_writers_are_swept_by_cleaning(tmp_path, capsys):
     assert cli.main(["clean", "--path", str(table)]) == 0
     assert not old.exists()
     assert fresh.exists() and lookalike.exists()  # a live writer's, and no temporary of ours
+
+
+@pytest.mark.parametrize(("base", "location", "relative"), [
+    ("/t", "/t/p=1/f.parquet", "p=1/f.parquet"),
+    ("/t", "file:/t/p=1/f.parquet", "p=1/f.parquet"),      # Hadoop's qualified local path
+    ("file:///t", "/t/p=1/f.parquet", "p=1/f.parquet"),
+    ("/t", "/t/p=1/../p=2/f.parquet", "p=2/f.parquet"),     # `..` resolved as Hadoop's `Path` does
+    ("/t", "/t/../u/f.parquet", None),
+    ("/t", "/tt/f.parquet", None),
+    ("/t", "/t", None),
+    ("s3://b/t", "s3a://b/t/p=1/f.parquet", "p=1/f.parquet"),  # a Hudi writer's S3 scheme
+    ("s3://b/t", "s3://c/t/p=1/f.parquet", None),
+])
+def test_plans_locations_resolve_without_scheme_as_hudi_compares_them(base, location, relative):
+    """`FSUtils.getRelativePartitionPath` compares a plan's file with the base path without its scheme;
+    a location outside the table (another bucket too) resolves to nothing, so nothing there is deleted."""
+    from ingest.storage import Storage
+
+    assert Storage(base, {"anon": True} if base.startswith("s3") else None).relative(location) == relative

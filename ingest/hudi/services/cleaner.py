@@ -58,11 +58,6 @@ COMMIT_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Act
 REPLACE_ACTIONS = (Action.REPLACE_COMMIT, Action.CLUSTERING)  # a 1.x clustering completes as a replacecommit
 
 
-def _relative(storage: Storage, url: str) -> str:
-    prefix = storage.base_url.rstrip("/") + "/"
-    return url[len(prefix):] if url.startswith(prefix) else url
-
-
 @dataclass(frozen=True)
 class ActionInstant:
     """`HoodieActionInstant`: an instant as Hudi's timeline names it (a completed compaction is a
@@ -89,10 +84,13 @@ class CleanerPlan:
     last_completed_commit: str = ""
     version: int = PLAN_VERSION
     extra_metadata: Mapping[str, str] | None = None  # 1.x: {} (no savepoints); copied into the metadata
+    # Files the plan names outside this table (a plan made through a relative path elsewhere): never
+    # deleted, reported as failed deletes. As the plan names them, per partition.
+    outside: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def file_count(self) -> int:
-        return sum(len(f) for f in self.files.values())
+        return sum(len(f) for f in self.files.values()) + sum(len(f) for f in self.outside.values())
 
     def to_bytes(self, storage: Storage) -> bytes:
         ectr = self.earliest_instant_to_retain
@@ -116,10 +114,14 @@ class CleanerPlan:
     def from_bytes(cls, storage: Storage, data: bytes) -> CleanerPlan:
         d = avro_models.deserialize(data, avro_models.CLEANER_PLAN)
         ectr = d.get("earliestInstantToRetain")
-        files = {
-            p: tuple(_relative(storage, f["filePath"]) for f in infos if f.get("filePath"))
-            for p, infos in (d.get("filePathsToBeDeletedPerPartition") or {}).items()
-        }
+        files: dict[str, tuple[str, ...]] = {}
+        outside: dict[str, tuple[str, ...]] = {}
+        for p, infos in (d.get("filePathsToBeDeletedPerPartition") or {}).items():
+            named = [f["filePath"] for f in infos if f.get("filePath")]
+            resolved = [storage.relative(u) for u in named]
+            files[p] = tuple(r for r in resolved if r is not None)
+            if None in resolved:
+                outside[p] = tuple(u for u, r in zip(named, resolved, strict=True) if r is None)
         if not files and d.get("filesToBeDeletedPerPartition"):  # version 1: file names per partition
             files = {
                 p: tuple(posixpath.join(p, n) if p else n for n in names)
@@ -133,6 +135,7 @@ class CleanerPlan:
             last_completed_commit=d.get("lastCompletedCommitTimestamp") or "",
             version=int(d.get("version") or 1),
             extra_metadata=d.get("extraMetadata"),
+            outside=outside,
         )
 
 
@@ -296,6 +299,14 @@ def read_plan(table: HudiTable, timestamp: str) -> CleanerPlan:
     return CleanerPlan.from_bytes(table.storage, read_instant(table.storage, requested, table.layout))
 
 
+def _partition_stat(partitions: dict[str, dict], partition: str, policy: CleanerPolicy) -> dict:
+    """`HoodieCleanPartitionMetadata` of `partition`, made on first use."""
+    return partitions.setdefault(partition, {
+        "partitionPath": partition, "policy": policy.value, "deletePathPatterns": [],
+        "successDeleteFiles": [], "failedDeleteFiles": [], "isPartitionDeleted": False,
+    })
+
+
 def execute(table: HudiTable, instant_time: str) -> CleanResult:
     """Run the clean `instant_time` (requested, or inflight after a crash) to completion."""
     check_writable(table, "cleaning")
@@ -315,10 +326,7 @@ def execute(table: HudiTable, instant_time: str) -> CleanResult:
     partitions: dict[str, dict] = {}
     deleted, failed = [], []
     for partition, paths in plan.files.items():
-        meta = partitions.setdefault(partition, {
-            "partitionPath": partition, "policy": plan.policy.value, "deletePathPatterns": [],
-            "successDeleteFiles": [], "failedDeleteFiles": [], "isPartitionDeleted": False,
-        })
+        meta = _partition_stat(partitions, partition, plan.policy)
         for path in paths:
             name = posixpath.basename(path)
             meta["deletePathPatterns"].append(name)
@@ -329,6 +337,13 @@ def execute(table: HudiTable, instant_time: str) -> CleanResult:
                 meta["failedDeleteFiles"].append(name)
                 failed.append(path)
             crash_point("mid_clean")
+    for partition, locations in plan.outside.items():
+        meta = _partition_stat(partitions, partition, plan.policy)
+        for location in locations:
+            log.warning("clean %s: not deleting %s, outside the table %s", instant_time, location, table.base_url)
+            meta["deletePathPatterns"].append(posixpath.basename(location))
+            meta["failedDeleteFiles"].append(posixpath.basename(location))
+            failed.append(location)
     ectr = plan.earliest_instant_to_retain
     metadata = {
         "startCleanTime": instant_time,

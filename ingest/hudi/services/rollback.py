@@ -64,6 +64,7 @@ class RollbackRequest:
     latest_base_instant: str
     files_to_delete: tuple[str, ...] = ()
     log_blocks_to_delete: tuple[tuple[str, int], ...] = ()
+    outside: tuple[str, ...] = ()  # files a plan names outside the table: never deleted, reported failed
 
     def to_avro(self, storage: Storage) -> dict:
         return {
@@ -76,14 +77,15 @@ class RollbackRequest:
 
     @classmethod
     def from_avro(cls, storage: Storage, d: dict) -> RollbackRequest:
-        prefix = storage.base_url.rstrip("/") + "/"
+        named = d.get("filesToBeDeleted") or []
+        resolved = [storage.relative(u) for u in named]
         return cls(
             partition_path=d["partitionPath"],
             file_id=d.get("fileId") or "",
             latest_base_instant=d.get("latestBaseInstant") or "",
-            files_to_delete=tuple(u[len(prefix):] if u.startswith(prefix) else u
-                                  for u in d.get("filesToBeDeleted") or []),
+            files_to_delete=tuple(r for r in resolved if r is not None),
             log_blocks_to_delete=tuple((k, int(v)) for k, v in (d.get("logBlocksToBeDeleted") or {}).items()),
+            outside=tuple(u for u, r in zip(named, resolved, strict=True) if r is None),
         )
 
 
@@ -242,6 +244,10 @@ def _execute(storage: Storage, rollback_ts: str, failed: Instant, requests: list
         for path in req.files_to_delete:
             outcome = "successDeleteFiles" if storage.delete(path) else "failedDeleteFiles"
             meta[outcome].append(storage.url(path))
+        for location in req.outside:
+            log.warning("rollback of %s: not deleting %s, outside the table %s", failed.timestamp, location,
+                        storage.base_url)
+            meta["failedDeleteFiles"].append(location)
         if req.log_blocks_to_delete:
             written, size = _append_command_block(storage, req, rollback_ts, failed.timestamp)
             meta["rollbackLogFiles"][storage.url(written)] = size
