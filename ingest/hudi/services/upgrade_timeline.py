@@ -28,20 +28,11 @@ both places, and converting it again gives the same name (its modification time 
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timezone
 
 from ingest.faults import crash_point
 from ingest.hudi.timeline.commit_metadata import upgraded_metadata
-from ingest.hudi.timeline.instant import (
-    DEFAULT_MILLIS,
-    INSTANT_LENGTH,
-    Action,
-    Instant,
-    State,
-    format_instant,
-    instant_after,
-)
-from ingest.hudi.timeline.timeline import METAFOLDER
+from ingest.hudi.timeline.instant import Action, Instant, State
+from ingest.hudi.timeline.timeline import METAFOLDER, completion_time
 from ingest.hudi.timeline.timeline_layout import TimelineLayout
 from ingest.storage import Storage
 
@@ -54,13 +45,6 @@ def legacy_instant_files(storage: Storage) -> list[str]:
     """Names of the layout-1 instant files still directly under `.hoodie/`, oldest instant first."""
     return sorted((e.name for e in storage.list(METAFOLDER) if not e.is_dir and Instant.parse(e.name)),
                   key=lambda n: (n.split(".", 1)[0], n))
-
-
-def completion_time(storage: Storage, rel: str, zone: str, requested: str) -> str:
-    """A layout-1 completed instant's completion time: its file's modification time, and at least one
-    millisecond after the instant's own time `requested` (Hudi completes an instant after requesting it)."""
-    floor = instant_after(requested if len(requested) == INSTANT_LENGTH else requested + DEFAULT_MILLIS)
-    return max(format_instant(datetime.fromtimestamp(storage.modified(rel), timezone.utc), zone), floor)
 
 
 def new_name(storage: Storage, name: str, layout: TimelineLayout, zone: str) -> str:

@@ -16,11 +16,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 
 from ingest.errors import TimelineError
 from ingest.hudi.config.table_version import DEFAULT_WRITE_VERSION, TableVersion
 from ingest.hudi.config.timeline_zone import UTC
-from ingest.hudi.timeline.instant import WRITE_ACTIONS, Action, Instant, InstantTimeGenerator, State
+from ingest.hudi.timeline.instant import (
+    DEFAULT_MILLIS,
+    INSTANT_LENGTH,
+    WRITE_ACTIONS,
+    Action,
+    Instant,
+    InstantTimeGenerator,
+    State,
+    format_instant,
+    instant_after,
+)
 from ingest.hudi.timeline.timeline_layout import LAYOUT_1, METAFOLDER, TimelineLayout
 from ingest.storage import Storage
 
@@ -197,6 +208,13 @@ class Timeline:
 
 
 # -- transitions ------------------------------------------------------------------------------
+
+
+def completion_time(storage: Storage, rel: str, zone: str, requested: str) -> str:
+    """A layout-1 completed instant's completion time: its file's modification time, and at least one
+    millisecond after the instant's own time `requested` (Hudi completes an instant after requesting it)."""
+    floor = instant_after(requested if len(requested) == INSTANT_LENGTH else requested + DEFAULT_MILLIS)
+    return max(format_instant(datetime.fromtimestamp(storage.modified(rel), timezone.utc), zone), floor)
 
 
 def read_instant(storage: Storage, instant: Instant, layout: TimelineLayout = LAYOUT_1) -> bytes:
