@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import random
+from datetime import datetime, timezone
 
 import fastavro
 import pytest
@@ -20,7 +21,7 @@ from ingest.hudi.config.service_settings import ServiceSettings
 from ingest.hudi.log.log_block import BlockType, HeaderKey
 from ingest.hudi.log.log_reader import iter_log_blocks
 from ingest.hudi.services import archiver, cleaner, compaction
-from ingest.hudi.timeline.instant import Action, State
+from ingest.hudi.timeline.instant import Action, State, instant_after
 from ingest.hudi.timeline.timeline import read_instant
 from ingest.write import index_bootstrap
 from ingest.write.batch import LocalEngine, incoming_avro_schema, open_table
@@ -78,6 +79,32 @@ def test_archives_down_to_min_commits_as_a_prefix(tmp_path):
     assert archiver.archive(w.table, small()).archived == ()  # within bounds now
 
 
+def test_every_entry_carries_its_files_state_transition_time(tmp_path):
+    """Hudi 0.14/0.15 `MetadataConversionUtils.createMetaWrapper` sets `stateTransitionTime` from the
+    instant's file (`HoodieInstant(StoragePathInfo)`: `HoodieInstantTimeGenerator.formatDate` of its
+    modification time). Hudi 1.x's upgrade reads it back as the completion time
+    (`LegacyArchivedMetaEntryReader.readInstant`, `(String) record.get(STATE_TRANSITION_TIME)`), and its
+    archived timeline calls `toString()` on that completion time (`ArchivedTimelineV2.readCommit`,
+    `CompletionTimeQueryViewV2.readCompletionTime`): a missing one fails every reader after the upgrade."""
+    w = ModelWriter(tmp_path / "t")
+    write_with_compactions(w, 12)
+    before = w.table.timeline()
+    mtimes = {name: w.table.storage.modified(f".hoodie/{name}")
+              for i in before for name in before.files_of(i.timestamp)}
+    result = archiver.archive(w.table, small())
+    entries = archiver.read_archive_file(w.table.storage, result.file, hudi_schema("HoodieArchivedMetaEntry"))
+    assert entries and len(entries) == sum(len(before.files_of(t)) for t in result.archived)
+    for entry in entries:
+        transition = entry["stateTransitionTime"]
+        assert isinstance(transition, str) and len(transition) == 17 and transition > entry["commitTime"]
+    # Each is its own file's modification time, in the table's timeline zone (UTC here).
+    commit = next(e for e in entries if e["actionType"] == "deltacommit" and e["actionState"] == "COMPLETED")
+    name = f"{commit['commitTime']}.deltacommit"
+    assert commit["stateTransitionTime"] == max(
+        datetime.fromtimestamp(mtimes[name], timezone.utc).strftime("%Y%m%d%H%M%S%f")[:17],
+        instant_after(commit["commitTime"]))
+
+
 def test_archive_file_is_hudis_log_of_archived_meta_entries(tmp_path):
     w = ModelWriter(tmp_path / "t")
     write_with_compactions(w, 12)
@@ -122,8 +149,9 @@ def test_inflight_compaction_entry_carries_the_plan(tmp_path):
     ts = compaction.schedule(w.table, small().compaction, force=True)
     compaction.execute(w.table, ts)
     storage = w.table.storage
-    requested = archiver.archived_entry(storage, f"{ts}.compaction.requested")
-    inflight = archiver.archived_entry(storage, f"{ts}.compaction.inflight")
+    zone = w.table.timeline().zone
+    requested = archiver.archived_entry(storage, f"{ts}.compaction.requested", zone)
+    inflight = archiver.archived_entry(storage, f"{ts}.compaction.inflight", zone)
     assert requested["hoodieCompactionPlan"]["operations"]
     assert inflight["actionState"] == "INFLIGHT"
     assert inflight["hoodieCompactionPlan"] == requested["hoodieCompactionPlan"]
@@ -146,12 +174,12 @@ def test_entries_read_with_hudis_schema(tmp_path):
     assert {("rollback", "COMPLETED"), ("clean", "COMPLETED"), ("clean", "REQUESTED")} <= kinds
     schema = hudi_schema("HoodieArchivedMetaEntry")
     if schema is None:
-        # Without Hudi's files: the field list verified against HoodieArchivedMetaEntry.avsc (0.14).
+        # Without Hudi's files: the field list verified against HoodieArchivedMetaEntry.avsc (0.15).
         assert [f["name"] for f in avro_models.ARCHIVED_META_ENTRY["fields"]] == [
             "hoodieCommitMetadata", "hoodieCleanMetadata", "hoodieCompactionMetadata", "hoodieRollbackMetadata",
             "hoodieSavePointMetadata", "commitTime", "actionType", "version", "hoodieCompactionPlan",
             "hoodieCleanerPlan", "actionState", "hoodieReplaceCommitMetadata", "hoodieRequestedReplaceMetadata",
-            "HoodieInflightReplaceMetadata", "hoodieIndexCommitMetadata"]
+            "HoodieInflightReplaceMetadata", "hoodieIndexCommitMetadata", "stateTransitionTime"]
         schema = avro_models.ARCHIVED_META_ENTRY
     entries = archiver.read_archive_file(w.table.storage, result.file, schema)
     rollback = next(e for e in entries if e["actionType"] == "rollback" and e["actionState"] == "COMPLETED")

@@ -332,6 +332,8 @@ def test_v6_archive_converted_to_lsm_history_reads_back_every_instant(tmp_path):
     for row in rows:
         entry = completed[row["instantTime"]]
         assert row["action"] == entry["actionType"]
+        # `LegacyArchivedMetaEntryReader.readInstant`: the completed entry's state transition time.
+        assert row["completionTime"] == entry["stateTransitionTime"] > row["instantTime"]
         if row["action"] in ("commit", "deltacommit"):
             metadata = decode_metadata(row["metadata"])
             assert metadata["partitionToWriteStats"].keys() == entry["hoodieCommitMetadata"]["partitionToWriteStats"].keys()

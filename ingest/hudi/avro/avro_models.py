@@ -363,6 +363,9 @@ ARCHIVED_META_ENTRY: dict[str, Any] = _define_once(_record("HoodieArchivedMetaEn
     _opt("hoodieRequestedReplaceMetadata", REQUESTED_REPLACE_METADATA),
     _opt("HoodieInflightReplaceMetadata", "HoodieCommitMetadata"),
     _opt("hoodieIndexCommitMetadata", INDEX_COMMIT_METADATA),
+    # The file's modification time as an instant time (0.14/0.15 `createMetaWrapper`); Hudi 1.x's upgrade
+    # makes it the archived instant's completion time, which its readers need non-null.
+    _opt("stateTransitionTime", "string"),
 ]), set())
 
 # -- LSM timeline history (table versions 8 and 9) ----------------------------------------------------

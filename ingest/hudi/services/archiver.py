@@ -49,7 +49,7 @@ from ingest.hudi.services.compaction import earliest_instant_to_retain
 from ingest.hudi.table import markers
 from ingest.hudi.table.table import HudiTable
 from ingest.hudi.timeline.instant import Action, Instant, State
-from ingest.hudi.timeline.timeline import ARCHIVE_FOLDER, METAFOLDER, Timeline, read_instant
+from ingest.hudi.timeline.timeline import ARCHIVE_FOLDER, METAFOLDER, Timeline, completion_time, read_instant
 from ingest.hudi.timeline.timeline_layout import TimelineLayout
 from ingest.storage import Storage
 
@@ -205,8 +205,8 @@ def _read_if_present(storage: Storage, rel: str) -> bytes:
     return storage.read(rel) if storage.exists(rel) else b""
 
 
-def archived_entry(storage: Storage, file_name: str) -> dict:
-    """The `HoodieArchivedMetaEntry` of one timeline file."""
+def archived_entry(storage: Storage, file_name: str, zone: str) -> dict:
+    """The `HoodieArchivedMetaEntry` of one timeline file; `zone` is the table's timeline zone."""
     instant = Instant.parse(file_name)
     if instant is None:
         raise ValueError(f"{file_name} is not a timeline file")
@@ -214,7 +214,8 @@ def archived_entry(storage: Storage, file_name: str) -> dict:
     completed_compaction = instant.action is Action.COMPACTION and instant.is_completed
     action = Action.COMMIT if completed_compaction else instant.action
     entry: dict[str, Any] = {f["name"]: f.get("default") for f in avro_models.ARCHIVED_META_ENTRY["fields"]}
-    entry.update(commitTime=instant.timestamp, actionState=instant.state.value, actionType=action.value)
+    entry.update(commitTime=instant.timestamp, actionState=instant.state.value, actionType=action.value,
+                 stateTransitionTime=completion_time(storage, f"{METAFOLDER}/{file_name}", zone, instant.timestamp))
     if instant.is_completed and not data:
         return entry  # an empty completed file (a crash on HDFS): recorded without content
     if action in (Action.COMMIT, Action.DELTA_COMMIT):
@@ -342,7 +343,7 @@ def archive(table: HudiTable, settings: ServiceSettings, *, fence: Callable[[], 
     files = [(i, name) for i in instants for name in _ordered_files(timeline, i.timestamp)]
     existing = archive_files(storage)
     already = {_entry_key(e) for e in read_archive_file(storage, existing[-1][1])} if existing else set()
-    entries = [archived_entry(storage, name) for _, name in files]
+    entries = [archived_entry(storage, name, timeline.zone) for _, name in files]
     fresh = [e for e in entries if _entry_key(e) not in already]
     if fence is not None:
         fence()

@@ -166,9 +166,9 @@ def legacy_lsm_instants(entries: Sequence[dict[str, Any]]) -> list[dict[str, Any
             plan = (_legacy_details(inflight) if inflight else None) or (_legacy_details(requested) if requested else None)
         rows.append({
             "instantTime": instant_time,
-            # A 0.x entry without a state transition time: its instant time, as Hudi's completion-time
-            # view takes for an instant without one (`CompletionTimeQueryViewV2.setCompletionTime`);
-            # a null here would fail its `readCompletionTime`.
+            # An entry without a state transition time (archived by ingest before it recorded them):
+            # its instant time, as Hudi's completion-time view takes for an instant without one
+            # (`CompletionTimeQueryViewV2.setCompletionTime`); a null here would fail its `readCompletionTime`.
             "completionTime": completed.get("stateTransitionTime") or instant_time,
             "action": completed.get("actionType"),
             "metadata": _legacy_details(completed),
