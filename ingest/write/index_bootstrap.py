@@ -119,8 +119,7 @@ def rebuild(
     latest = timeline.last_completed(Action.DELTA_COMMIT, Action.COMMIT, Action.COMPACTION, Action.REPLACE_COMMIT)
     if latest is not None:
         schema = table.schema(timeline)
-        ctx = ReadContext(storage, schema, timeline.completed_write_timestamps(),
-                          table.config.precombine_field, table.config.event_time_ordering)
+        ctx = ReadContext.of(table, schema, timeline.completed_write_timestamps())
         slices = table.view(timeline).latest_file_slices()
         store = ks.KeyStateStore(storage, ordering_type, options.index.global_scope)
         with phase(BOOTSTRAP_PHASE, total=len(slices), unit="file slices") as progress:

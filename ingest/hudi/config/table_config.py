@@ -227,6 +227,14 @@ class TableConfig:
         return self.precombine_field is not None and self.payload_class in EVENT_TIME_PAYLOADS
 
     @property
+    def log_versions_by_ordering(self) -> bool:
+        """True when a file slice's log records are merged by ordering value and the result laid over the
+        base file whatever its ordering value: Hudi 0.14/0.15 on a table whose payload is
+        `OverwriteWithLatestAvroPayload` and that has an ordering field (see `TableVersion`)."""
+        return (self.table_version.overwrite_payload_orders_logs and not self.event_time_ordering
+                and self.precombine_field is not None and self.payload_class == OVERWRITE_WITH_LATEST_PAYLOAD)
+
+    @property
     def record_merge_mode(self) -> RecordMergeMode:
         """The merge mode of a version-8 table: as set, else inferred as Hudi 1.x infers it.
 

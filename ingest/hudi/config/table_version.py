@@ -25,6 +25,11 @@ Mirrors Hudi's `HoodieTableVersion` and what its upgrade handlers change (`SixTo
   a clean plan's extra metadata an empty map (`CleanPlanActionExecutor`); a clean's inflight file
   repeats the plan at 6 and 8, as 0.x and 1.0 write it (`CleanActionExecutor.runClean` passes the plan
   to `transitionCleanRequestedToInflight`), and is empty at 9, as 1.1 writes it (no plan argument);
+* merging a file slice's log records when the payload is `OverwriteWithLatestAvroPayload` and the table
+  has an ordering field: 0.14/0.15's log scanners merge them with the payload's `preCombine`, which
+  keeps the larger ordering value (`HoodieMergedLogRecordScanner.Builder`, `HoodiePreCombineAvroRecordMerger`),
+  while the merge with the base file takes the log record; 1.0 made that payload commit-time
+  throughout (merge mode `COMMIT_TIME_ORDERING`);
 * record keys of a ComplexKeyGenerator with one key field: `field:value` or the bare value as the
   writer's `hoodie.write.complex.keygen.new.encoding` says at 6 and 8, always `field:value` from 9
   (`KeyGenUtils.encodeSingleKeyFieldNameForComplexKeyGen`, `mayUseNewEncodingForComplexKeyGen`).
@@ -61,6 +66,9 @@ class TableVersion:
     # A one-field ComplexKeyGenerator keys as `hoodie.write.complex.keygen.new.encoding` says; else
     # always `field:value` (`KeyGenUtils.encodeSingleKeyFieldNameForComplexKeyGen`, Hudi 1.1).
     complex_key_form_chosen: bool
+    # OverwriteWithLatestAvroPayload's `preCombine` keeps the larger ordering value, and log scanners
+    # merge a slice's log records with it (0.14/0.15); else that payload is commit-time throughout.
+    overwrite_payload_orders_logs: bool
     hudi_releases: str
 
     @property
@@ -102,13 +110,13 @@ _V6_HEADERS = frozenset(k for k in HeaderKey if k <= HeaderKey.BLOCK_IDENTIFIER)
 
 V6 = TableVersion(6, 1, False, False, "APPEND", _V6_HEADERS, False, False, False, False, "deltastreamer.checkpoint.key",
                   compaction=True, cleaning=True, archival=True, plans_of_1x=False, clean_plan_in_inflight=True,
-                  complex_key_form_chosen=True, hudi_releases="Hudi 0.14/0.15")
+                  complex_key_form_chosen=True, overwrite_payload_orders_logs=True, hudi_releases="Hudi 0.14/0.15")
 V8 = TableVersion(8, 2, True, True, "CREATE", frozenset(HeaderKey), True, False, False, False, "streamer.checkpoint.key.v2",
                   compaction=True, cleaning=True, archival=True, plans_of_1x=True, clean_plan_in_inflight=True,
-                  complex_key_form_chosen=True, hudi_releases="Hudi 1.0")
+                  complex_key_form_chosen=True, overwrite_payload_orders_logs=False, hudi_releases="Hudi 1.0")
 V9 = TableVersion(9, 2, True, True, "CREATE", frozenset(HeaderKey), True, True, True, True, "streamer.checkpoint.key.v2",
                   compaction=True, cleaning=True, archival=True, plans_of_1x=True, clean_plan_in_inflight=False,
-                  complex_key_form_chosen=False, hudi_releases="Hudi 1.1/1.2")
+                  complex_key_form_chosen=False, overwrite_payload_orders_logs=False, hudi_releases="Hudi 1.1/1.2")
 _VERSIONS = {v.number: v for v in (V6, V8, V9)}
 
 READABLE_VERSIONS: tuple[int, ...] = tuple(_VERSIONS)

@@ -418,8 +418,7 @@ def job_for(table: HudiTable, timeline: Timeline, instant_time: str,
     if schema is None:
         raise TimelineError(f"{table.base_url}: compaction {instant_time} has no table schema to write with")
     completed = timeline.completed_write_timestamps(as_of=instant_time)
-    read = ReadContext(table.storage, schema, completed, table.config.precombine_field,
-                       table.config.event_time_ordering)
+    read = ReadContext.of(table, schema, completed)
     return CompactionJob(instant_time, read, base_file_options or BaseFileOptions())
 
 

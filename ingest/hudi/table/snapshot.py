@@ -8,7 +8,10 @@ time and not named by a rollback command block. Then, as the table config says:
   ordering value wins, ties going to the later one. A delete that carries an ordering value of the
   field's type competes like any version; a delete without one (Hudi writes `IntWrapper(0)`)
   supersedes every version before it;
-* commit-time ordering: the last version wins.
+* commit-time ordering: the last version wins;
+* Hudi 0.14/0.15 with `OverwriteWithLatestAvroPayload` and an ordering field
+  (`TableConfig.log_versions_by_ordering`): the log versions are merged as event-time ordering merges
+  them, and the winner replaces the base file's version whatever its ordering value.
 
 Tables written by ingest keep every key's history monotonic (see `ingest.write.resolve`), so on them
 these rules, Hudi's Java payloads and hudi-rs all give the same rows.
@@ -65,6 +68,16 @@ class ReadContext:
     event_time: bool
     writes_pending: bool = False       # a write may be appending now: an unknown torn tail is its
     skip_corrupt: bool = False         # report corrupt committed blocks as warnings, not errors
+    log_ordering: bool = False         # log versions by ordering value, laid over the base (0.x)
+
+    @classmethod
+    def of(cls, table: HudiTable, schema: avro.AvroSchema, completed: frozenset[str], *,
+           writes_pending: bool = False, skip_corrupt: bool = False) -> ReadContext:
+        """A read of `table` with the merge rule its config gives."""
+        config = table.config
+        return cls(table.storage, schema, completed, config.precombine_field, config.event_time_ordering,
+                   writes_pending=writes_pending, skip_corrupt=skip_corrupt,
+                   log_ordering=config.log_versions_by_ordering)
 
     @property
     def reader_schema(self) -> avro.AvroSchema:
@@ -84,15 +97,8 @@ def context(table: HudiTable, as_of: str | None = None, *,
     if schema is None:
         name, namespace = avro.record_name(table.name)
         schema = {"type": "record", "name": name, "namespace": namespace, "fields": []}
-    ctx = ReadContext(
-        storage=table.storage,
-        schema=schema,
-        completed=timeline.completed_write_timestamps(as_of),
-        ordering_field=table.config.precombine_field,
-        event_time=table.config.event_time_ordering,
-        writes_pending=bool(timeline.pending()),
-        skip_corrupt=skip_corrupt,
-    )
+    ctx = ReadContext.of(table, schema, timeline.completed_write_timestamps(as_of),
+                         writes_pending=bool(timeline.pending()), skip_corrupt=skip_corrupt)
     slices = table.view(timeline, as_of).latest_file_slices(as_of)
     return ctx, slices
 
@@ -216,15 +222,15 @@ def _log_versions(ctx: ReadContext, slice_: FileSlice) -> tuple[list[dict[str, A
 def read_slice(ctx: ReadContext, slice_: FileSlice) -> pa.Table:
     """The merged rows of one file slice, meta fields included."""
     schema = ctx.arrow_schema
-    parts = []
+    base_parts, parts = [], []
     offset = 0
     if slice_.base_file is not None:
         base = read_base_file(ctx.storage, slice_.base_file.path, schema=schema)
-        parts.append(_versions(base, 0, deleted=False))
+        base_parts.append(_versions(base, 0, deleted=False))
         offset = base.num_rows
     records, deletes = _log_versions(ctx, slice_)
     if not records and not deletes:
-        return parts[0].select(schema.names) if parts else schema.empty_table()
+        return base_parts[0].select(schema.names) if base_parts else schema.empty_table()
     if records:
         table = pa.Table.from_pylist([r for _, r in records], schema=schema)
         parts.append(_versions(table, offset, deleted=False, seqs=[s for s, _ in records]))
@@ -240,9 +246,14 @@ def read_slice(ctx: ReadContext, slice_: FileSlice) -> pa.Table:
             cols[ctx.ordering_field] = pa.array([d[3] for d in deletes], target)
         table = pa.Table.from_pydict(cols, schema=schema)
         parts.append(_versions(table, offset, deleted=True, seqs=[d[0] for d in deletes]))
-    versions = pa.concat_tables(parts)
-    ordering = ctx.ordering_field if ctx.event_time and ctx.ordering_field in schema.names else None
-    winners = pcb.precombine(versions, ordering, global_scope=True)
+    ordering = ctx.ordering_field if ctx.ordering_field in schema.names else None
+    if ctx.log_ordering and ordering is not None:
+        # The log versions merged among themselves, then laid over the base file's.
+        logs = pcb.precombine(pa.concat_tables(parts), ordering, global_scope=True)
+        winners = pcb.precombine(pa.concat_tables(base_parts + [logs]), None, global_scope=True)
+    else:
+        versions = pa.concat_tables(base_parts + parts)
+        winners = pcb.precombine(versions, ordering if ctx.event_time else None, global_scope=True)
     live = winners.filter(pc.invert(winners.column(pcb.DELETE)))
     return live.select(schema.names)
 
