@@ -333,6 +333,85 @@ def test_a_legacy_instant_stands_in_with_its_own_time():
 # -- merge rules from the table config -----------------------------------------------------------
 
 
+_MODEL = "org.apache.hudi.common.model."
+_EVENT_STRATEGY, _COMMIT_STRATEGY = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5", "ce9acb64-bde0-424c-9b91-f6ebba25356d"
+
+
+def _hudi_mode_of_payload(payload: str) -> str:
+    """`HoodieTableConfig.inferRecordMergeModeFromPayloadClass` (Hudi 1.1), for the built-in payloads."""
+    if payload in (_MODEL + "DefaultHoodieRecordPayload", _MODEL + "EventTimeAvroPayload"):
+        return "EVENT_TIME_ORDERING"
+    return "COMMIT_TIME_ORDERING" if payload == _MODEL + "OverwriteWithLatestAvroPayload" else "CUSTOM"
+
+
+def _hudi_mode_of_strategy(strategy: str) -> str:
+    """`HoodieTableConfig.inferRecordMergeModeFromMergeStrategyId`."""
+    return {_EVENT_STRATEGY: "EVENT_TIME_ORDERING", _COMMIT_STRATEGY: "COMMIT_TIME_ORDERING"}.get(strategy, "CUSTOM")
+
+
+@pytest.mark.parametrize("version", ["8", "9"])
+@pytest.mark.parametrize("payload", [None, "DefaultHoodieRecordPayload", "EventTimeAvroPayload",
+                                     "OverwriteWithLatestAvroPayload"])
+@pytest.mark.parametrize("ordering", [None, "ts"])
+def test_new_tables_merge_properties_pass_hudis_checks(tmp_path, version, payload, ordering):
+    """What `HoodieTableConfig.inferMergingConfigsForPreV9Table` checks on every read of a version-8 table
+    with log files (`checkArgument(modeBasedOnPayload.equals(modeBasedOnStrategyId), "Configured payload
+    class ... and record merge strategy ID ... conflict")`, and the recorded mode against both), and what
+    `inferMergingConfigsForV9TableCreation` records at 9 for a payload the writer names (CASE 3: the merge
+    mode, `hoodie.table.legacy.payload.class` and the strategy id) or none (CASE 1, as Hudi 1.1's Spark SQL
+    leaves it: the mode alone). A second write under the same settings is accepted
+    (`HoodieWriterUtils.validateTableConfig` reads the payload from the legacy key at 9)."""
+    from ingest.write.batch import LocalWriter
+    from ingest.write.options import IndexOptions, IndexType, WriteOptions
+
+    hudi = {"hoodie.datasource.write.recordkey.field": "id", "hoodie.datasource.write.partitionpath.field": "part",
+            "hoodie.write.table.version": version}
+    if ordering:
+        hudi["hoodie.datasource.write.precombine.field"] = ordering
+    if payload:
+        hudi["hoodie.datasource.write.payload.class"] = _MODEL + payload
+    writer = LocalWriter(WriteOptions(table_path=str(tmp_path / "t"), table_name="t", hudi=hudi,
+                                      index=IndexOptions(type=IndexType.BUCKET, bucket_count=1)))
+    rows = pa.table({"id": ["a", "b"], "part": ["p", "p"], "ts": pa.array([1, 2], pa.int64())})
+    writer.write(rows)
+    writer.write(rows)
+    props = HudiTable.open(str(tmp_path / "t")).config.props
+    mode = props["hoodie.record.merge.mode"]
+    expected = _hudi_mode_of_payload(_MODEL + payload) if payload else (
+        "EVENT_TIME_ORDERING" if ordering else "COMMIT_TIME_ORDERING")
+    assert mode == expected
+    if version == "8":
+        stored_payload = props["hoodie.compaction.payload.class"]
+        strategy = props["hoodie.record.merge.strategy.id"]
+        assert _hudi_mode_of_payload(stored_payload) == _hudi_mode_of_strategy(strategy) == mode
+    elif payload:
+        assert props["hoodie.table.legacy.payload.class"] == _MODEL + payload
+        assert _hudi_mode_of_strategy(props["hoodie.record.merge.strategy.id"]) == mode
+        assert "hoodie.compaction.payload.class" not in props
+    else:
+        assert not {"hoodie.table.legacy.payload.class", "hoodie.record.merge.strategy.id",
+                    "hoodie.compaction.payload.class"} & set(props)
+
+
+def test_a_writers_ordering_field_must_match_the_tables_at_9(tmp_path):
+    """`HoodieWriterUtils.validateTableConfig` compares a writer's precombine field with the table's
+    ordering fields (`hoodie.table.ordering.fields` at 9) and refuses a difference."""
+    from ingest.errors import TableConfigConflict
+    from ingest.write.batch import LocalWriter
+    from ingest.write.options import IndexOptions, IndexType, WriteOptions
+
+    def writer(ordering: str) -> LocalWriter:
+        return LocalWriter(WriteOptions(table_path=str(tmp_path / "t"), table_name="t", hudi={
+            "hoodie.datasource.write.recordkey.field": "id", "hoodie.datasource.write.partitionpath.field": "part",
+            "hoodie.datasource.write.precombine.field": ordering, "hoodie.write.table.version": "9"},
+            index=IndexOptions(type=IndexType.BUCKET, bucket_count=1)))
+
+    rows = pa.table({"id": ["a"], "part": ["p"], "ts": pa.array([1], pa.int64()), "seq": pa.array([1], pa.int64())})
+    writer("ts").write(rows)
+    with pytest.raises(TableConfigConflict, match="hoodie.table.precombine.field"):
+        writer("seq").write(rows)
+
+
 def test_v8_merge_mode_from_the_config():
     def config(**props: str) -> TableConfig:
         return TableConfig({"hoodie.table.version": "8", "hoodie.table.type": "MERGE_ON_READ", **props})

@@ -403,10 +403,11 @@ class TableConfig:
             base[TableConfigKey.TIMELINE_HISTORY_PATH.key] = TableConfigKey.TIMELINE_HISTORY_PATH.value.default
         base.update({k: v for k, v in settings.items() if v is not None})
         ordering = base.get(TableConfigKey.PRECOMBINE_FIELD.key)
-        if TableConfigKey.PAYLOAD_CLASS.key not in base:
+        payload_given = TableConfigKey.PAYLOAD_CLASS.key in base
+        if not payload_given:
             base[TableConfigKey.PAYLOAD_CLASS.key] = DEFAULT_PAYLOAD if ordering else OVERWRITE_WITH_LATEST_PAYLOAD
         if version.merge_mode_in_properties:
-            _merge_properties(base, version)
+            _merge_properties(base, version, payload_given)
         if not base.get(TableConfigKey.NAME.key):
             raise ValueError(f"{TableConfigKey.NAME.key} is required to create a table")
         if version.table_format_key:
@@ -418,7 +419,7 @@ class TableConfig:
         out = []
         for key, value in given.items():
             member = TableConfigKey.by_key(key)
-            existing = self.raw(member) if member else self.props.get(key)
+            existing = self._writer_setting(member) if member else self.props.get(key)
             if existing is None or value is None:
                 continue
             spec = member.value if member else ConfigKey(key)
@@ -426,31 +427,49 @@ class TableConfig:
                 out.append((key, existing, value))
         return out
 
+    def _writer_setting(self, member: TableConfigKey) -> str | None:
+        """The table's value of a setting a writer gives, from where this version keeps it
+        (`HoodieWriterUtils.validateTableConfig` with `getKeyInTableConfig`): the ordering field in
+        `hoodie.table.ordering.fields` too from 8 on, the payload class in the legacy key at 9 (a table
+        that records none does not contradict a writer's)."""
+        version = self.table_version
+        if member is TableConfigKey.PRECOMBINE_FIELD and version.merge_mode_in_properties:
+            return ",".join(self._ordering_fields()) or None
+        if member is TableConfigKey.PAYLOAD_CLASS and version.legacy_payload_key:
+            return self.props.get(TableConfigKey.LEGACY_PAYLOAD_CLASS.key)
+        return self.raw(member)
+
     def check_compatible(self, table_path: str, given: Mapping[str, str]) -> None:
         conflicts = self.conflicts_with(given)
         if conflicts:
             raise TableConfigConflict(table_path, conflicts)
 
 
-def _merge_properties(props: dict[str, str], version: TableVersion) -> None:
-    """Versions 8 and 9: the merge mode the payload class implies (`inferMergingConfigsForPreV9Table`),
-    with its strategy id at 8; at 9 the ordering field moves to `hoodie.table.ordering.fields` and the
-    payload class goes (`EightToNineUpgradeHandler.reconcileOrderingFieldsConfig`, `reconcilePayloadClassConfig`:
-    a built-in payload is wholly described by the merge mode)."""
+def _merge_properties(props: dict[str, str], version: TableVersion, payload_given: bool) -> None:
+    """Versions 8 and 9: the merge mode the payload class implies (`inferMergingConfigsForPreV9Table`:
+    event time for `DefaultHoodieRecordPayload` and `EventTimeAvroPayload` even without an ordering
+    field, which then only makes Hudi merge by commit time), with its strategy id at 8, where Hudi's
+    readers refuse a payload and a strategy id of different modes. At 9 the ordering field moves to
+    `hoodie.table.ordering.fields`; a payload class the writer gave is kept as the legacy payload with
+    the strategy id (`inferMergingConfigsForV9TableCreation`, CASE 3), while the default one goes, the
+    merge mode describing it wholly (CASE 1, as Hudi 1.1's Spark SQL records it)."""
     ordering = props.get(TableConfigKey.PRECOMBINE_FIELD.key)
     payload = props[TableConfigKey.PAYLOAD_CLASS.key]
     if payload not in (DEFAULT_PAYLOAD, OVERWRITE_WITH_LATEST_PAYLOAD, "org.apache.hudi.common.model.EventTimeAvroPayload"):
         raise UnsupportedTable(f"payload class {payload} has no merge mode to write at table version {version.number}")
-    event_time = bool(ordering) and payload in EVENT_TIME_PAYLOADS
+    event_time = payload in EVENT_TIME_PAYLOADS
     mode = RecordMergeMode.EVENT_TIME_ORDERING if event_time else RecordMergeMode.COMMIT_TIME_ORDERING
+    strategy = EVENT_TIME_MERGE_STRATEGY if event_time else COMMIT_TIME_MERGE_STRATEGY
     props[TableConfigKey.RECORD_MERGE_MODE.key] = mode.value
     if version.ordering_fields_key:
         props.pop(TableConfigKey.PAYLOAD_CLASS.key)
         if ordering:
             props[TableConfigKey.ORDERING_FIELDS.key] = props.pop(TableConfigKey.PRECOMBINE_FIELD.key)
+        if payload_given:
+            props[TableConfigKey.LEGACY_PAYLOAD_CLASS.key] = payload
+            props[TableConfigKey.RECORD_MERGE_STRATEGY_ID.key] = strategy
     else:
-        props[TableConfigKey.RECORD_MERGE_STRATEGY_ID.key] = (
-            EVENT_TIME_MERGE_STRATEGY if event_time else COMMIT_TIME_MERGE_STRATEGY)
+        props[TableConfigKey.RECORD_MERGE_STRATEGY_ID.key] = strategy
 
 
 def _now_iso() -> str:

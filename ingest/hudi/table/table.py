@@ -67,6 +67,7 @@ class HudiTable:
         if schema is not None:
             given[TableConfigKey.CREATE_SCHEMA.key] = avro.to_json(avro.without_meta_fields(schema))
         config = TableConfig.build(given, version)
+        config.check_compatible(url, settings)  # what the writer asked for, before any file is written
         layout = TimelineLayout.of(config)
         # Layout 2: the timeline folder and its LSM history folder, as `HoodieTableMetaClient.initTableAndGetMetaClient`.
         folders = (layout.folder, f"{layout.folder}/{config.raw(TableConfigKey.TIMELINE_HISTORY_PATH)}") \
