@@ -41,6 +41,8 @@ def writes_version(version: int) -> bool:
 
 DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
 OVERWRITE_WITH_LATEST_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
+EVENT_TIME_PAYLOAD = "org.apache.hudi.common.model.EventTimeAvroPayload"
+BUILT_IN_PAYLOADS = (DEFAULT_PAYLOAD, OVERWRITE_WITH_LATEST_PAYLOAD, EVENT_TIME_PAYLOAD)
 DEFAULT_MERGER_STRATEGY = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
 # Payloads that keep the record with the larger ordering value across commits (event-time ordering).
 EVENT_TIME_PAYLOADS = frozenset({

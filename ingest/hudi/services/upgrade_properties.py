@@ -32,9 +32,11 @@ from dataclasses import dataclass
 
 from ingest.errors import UnsupportedTable
 from ingest.hudi.config.table_config import (
+    BUILT_IN_PAYLOADS,
     COMMIT_TIME_MERGE_STRATEGY,
     DEFAULT_PAYLOAD,
     EVENT_TIME_MERGE_STRATEGY,
+    EVENT_TIME_PAYLOAD,
     OVERWRITE_WITH_LATEST_PAYLOAD,
     PAYLOAD_BASED_MERGE_STRATEGY,
     RecordMergeMode,
@@ -45,8 +47,6 @@ from ingest.hudi.config.table_version import TableVersion
 from ingest.hudi.keygen.key_generator import SPARK_CLASS, KeyGeneratorType
 
 K = TableConfigKey
-EVENT_TIME_PAYLOAD = "org.apache.hudi.common.model.EventTimeAvroPayload"
-BUILT_IN_PAYLOADS = (DEFAULT_PAYLOAD, OVERWRITE_WITH_LATEST_PAYLOAD, EVENT_TIME_PAYLOAD)
 
 # `KeyGeneratorType.fromClassName`: each built-in class has a type of its own, the Avro ones `<TYPE>_AVRO`.
 _KEYGEN_TYPE_NAMES = {
