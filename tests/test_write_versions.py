@@ -353,6 +353,39 @@ def test_the_spark_sink_writes_version_9_from_executors(spark, tmp_path):
     assert our_rows(path) == expected
 
 
+_MODEL = "org.apache.hudi.common.model."
+
+
+@pytest.mark.parametrize(("version", "added", "refused"), [
+    (6, {"hoodie.compaction.payload.class": _MODEL + "AWSDmsAvroPayload"}, "hoodie.compaction.payload.class"),
+    (8, {"hoodie.compaction.payload.class": _MODEL + "PartialUpdateAvroPayload", "hoodie.record.merge.mode": "CUSTOM",
+         "hoodie.record.merge.strategy.id": "00000000-0000-0000-0000-000000000000"}, "hoodie.compaction.payload.class"),
+    (9, {"hoodie.table.legacy.payload.class": _MODEL + "AWSDmsAvroPayload",
+         "hoodie.record.merge.mode": "COMMIT_TIME_ORDERING"}, "hoodie.table.legacy.payload.class"),
+    (9, {"hoodie.record.merge.property.hoodie.payload.delete.field": "Op",
+         "hoodie.record.merge.property.hoodie.payload.delete.marker": "D"},
+     "hoodie.record.merge.property.hoodie.payload.delete.field"),
+])
+def test_a_table_whose_records_merge_by_another_payload_is_not_written(tmp_path, version, added, refused):
+    """Hudi merges by the table's payload class (`HoodieRecordPayload.getPayloadClassName`; at 9 the merge
+    properties `inferMergingConfigsForV9TableCreation` records for a deprecated payload, read through
+    `HoodieTableConfig.getTableMergeProperties`): `AWSDmsAvroPayload.handleDeleteOperation` drops a
+    record whose `Op` is `D`, `PartialUpdateAvroPayload` keeps old values where the new record has
+    nulls. ingest writes and compacts whole records by the three built-in payloads, so such a table is
+    refused for writing, naming the property, before any file changes; it is still read."""
+    w = write_rounds(tmp_path / "t", version, rounds=1)
+    props = Path(w.path) / ".hoodie" / "hoodie.properties"
+    text = "".join(line for line in props.read_text().splitlines(keepends=True)
+                   if line.split("=", 1)[0] not in added)
+    props.write_text(text + "".join(f"{k}={v}\n" for k, v in added.items()))
+    (Path(w.path) / ".hoodie" / "hoodie.properties.backup").unlink(missing_ok=True)
+    before = sorted(str(p.relative_to(w.path)) for p in Path(w.path).rglob("*"))
+    with pytest.raises(UnsupportedTable, match=f"{refused}={added[refused]} cannot be written"):
+        w.write(random_batch(random.Random(1), 2, keys=12, size=3))
+    assert sorted(str(p.relative_to(w.path)) for p in Path(w.path).rglob("*")) == before
+    assert our_rows(w.path) == w.expected()
+
+
 def test_a_table_whose_records_merge_as_partial_updates_is_not_written(tmp_path):
     """`HoodieTableConfig.PARTIAL_UPDATE_MODE` (version 9, default NONE): with IGNORE_DEFAULTS or
     FILL_UNAVAILABLE Hudi's readers merge a record as a partial one; ingest writes whole records, so such

@@ -42,6 +42,7 @@ def writes_version(version: int) -> bool:
 DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
 OVERWRITE_WITH_LATEST_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
 EVENT_TIME_PAYLOAD = "org.apache.hudi.common.model.EventTimeAvroPayload"
+MERGE_PROPERTY_PREFIX = "hoodie.record.merge.property."  # `HoodieTableConfig.RECORD_MERGE_PROPERTY_PREFIX`
 BUILT_IN_PAYLOADS = (DEFAULT_PAYLOAD, OVERWRITE_WITH_LATEST_PAYLOAD, EVENT_TIME_PAYLOAD)
 DEFAULT_MERGER_STRATEGY = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
 # Payloads that keep the record with the larger ordering value across commits (event-time ordering).
@@ -342,10 +343,29 @@ class TableConfig:
             # would merge the full records ingest writes as partial ones.
             raise UnsupportedTable(f"{where}: {TableConfigKey.PARTIAL_UPDATE_MODE.key}={partial} cannot be written "
                                    "(ingest writes whole records: NONE)")
+        self._check_merge_written(where)
         if not self.get(TableConfigKey.POPULATE_META_FIELDS):
             raise UnsupportedTable(f"{where}: {TableConfigKey.POPULATE_META_FIELDS.key}="
                                    f"{self.raw(TableConfigKey.POPULATE_META_FIELDS)}: ingest writes tables with "
                                    "meta fields only")
+
+    def _check_merge_written(self, where: str) -> None:
+        """Refuse a table whose records Hudi merges in a way ingest's writes and compactions do not: a
+        payload class other than the built-in three (`AWSDmsAvroPayload` deletes on `Op = 'D'`,
+        `PartialUpdateAvroPayload` keeps old values for null fields, ...), and at 9 the merge properties
+        Hudi 1.1 records for them (`inferMergingConfigsForV9TableCreation`: delete keys and markers,
+        `getTableMergeProperties`)."""
+        key = TableConfigKey.LEGACY_PAYLOAD_CLASS if self.table_version.legacy_payload_key else TableConfigKey.PAYLOAD_CLASS
+        payload = self.props.get(key.value.key)
+        if payload and payload not in BUILT_IN_PAYLOADS:
+            names = ", ".join(p.rsplit(".", 1)[1] for p in BUILT_IN_PAYLOADS)
+            raise UnsupportedTable(f"{where}: {key.value.key}={payload} cannot be written (ingest merges records as "
+                                   f"{names} do)")
+        merge_properties = sorted(k for k in self.props if k.startswith(MERGE_PROPERTY_PREFIX))
+        if merge_properties:
+            first = merge_properties[0]
+            raise UnsupportedTable(f"{where}: {first}={self.props[first]} cannot be written (Hudi's readers merge by "
+                                   "these properties; ingest writes and merges whole records without them)")
 
     def _check_table_type(self, where: str) -> None:
         table_type = self.raw(TableConfigKey.TABLE_TYPE)
