@@ -717,12 +717,15 @@ def test_readme_validate_config_example_runs_as_written(monkeypatch, capsys):
     ("hoodie.logfile.data.block.format", "parquet", "(accepted: avro): log data blocks are Avro"),
     ("hoodie.parquet.outputtimestamptype", "TIMESTAMP_MILLIS", "(accepted: TIMESTAMP_MICROS)"),
     ("hoodie.table.timeline.timezone", "LOCAL", "(accepted: UTC): instant times are UTC"),
+    ("hoodie.payload.delete.field", "Op", "deletes are marked by a boolean column"),
+    ("hoodie.payload.delete.marker", "D", "deletes are marked by a boolean column"),
 ])
 def test_hudi_keys_that_change_what_is_written_are_refused(tmp_path, key, value, expected):
     """HoodieWriteConfig.WRITE_TABLE_VERSION, HoodieTableConfig.VERSION / TIMELINE_TIMEZONE,
     HiveSyncConfig.HIVE_SYNC_ENABLED, HoodieSyncConfig.META_SYNC_*, HoodieMetadataConfig.RECORD_INDEX_ENABLE_PROP,
-    HoodieStorageConfig.LOGFILE_DATA_BLOCK_FORMAT / PARQUET_OUTPUT_TIMESTAMP_TYPE: each changes what
-    Hudi writes or promises, so a value ingest does not honour is an error naming the key, never a warning."""
+    HoodieStorageConfig.LOGFILE_DATA_BLOCK_FORMAT / PARQUET_OUTPUT_TIMESTAMP_TYPE, HoodiePayloadConfig's
+    delete field and marker (`DefaultHoodieRecordPayload.isDeleteRecord`): each changes what Hudi writes
+    or promises, so a value ingest does not honour is an error naming the key, never a warning."""
     config = base(tmp_path)
     config["hudi"][key] = value
     path = write(tmp_path, config)

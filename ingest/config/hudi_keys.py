@@ -101,6 +101,11 @@ REFUSED: Mapping[str, Refused] = {
     # -- HoodiePayloadConfig ----------------------------------------------------------------------
     "hoodie.payload.ordering.field": _refused("HoodiePayloadConfig", "give the ordering field as "
                                               "hoodie.datasource.write.precombine.field"),
+    # DefaultHoodieRecordPayload.isDeleteRecord: a record whose field holds the marker is a delete.
+    "hoodie.payload.delete.field": _refused("HoodiePayloadConfig", "deletes are marked by a boolean column: "
+                                            "_hoodie_is_deleted or write.delete_flag_column"),
+    "hoodie.payload.delete.marker": _refused("HoodiePayloadConfig", "deletes are marked by a boolean column: "
+                                             "_hoodie_is_deleted or write.delete_flag_column"),
 }
 
 
