@@ -30,6 +30,12 @@ Mirrors Hudi's `HoodieTableVersion` and what its upgrade handlers change (`SixTo
   keeps the larger ordering value (`HoodieMergedLogRecordScanner.Builder`, `HoodiePreCombineAvroRecordMerger`),
   while the merge with the base file takes the log record; 1.0 made that payload commit-time
   throughout (merge mode `COMMIT_TIME_ORDERING`);
+* deletes that carry an ordering value (Hudi writes the record's for `_hoodie_is_deleted`) in a slice's
+  logs: at 6 they are merged in log order (`HoodieMergedLogRecordScanner.processNextDeletedRecord`: such a
+  delete yields only to a record before it with a larger value; the payloads' `preCombine`: a record
+  after a delete always replaces it; `combineAndGetUpdateValue`: a delete that survives the logs removes
+  the base file's row whatever its value); from 8 on they compete with records by ordering value
+  (`BufferedRecordMergerFactory`);
 * record keys of a ComplexKeyGenerator with one key field: `field:value` or the bare value as the
   writer's `hoodie.write.complex.keygen.new.encoding` says at 6 and 8, always `field:value` from 9
   (`KeyGenUtils.encodeSingleKeyFieldNameForComplexKeyGen`, `mayUseNewEncodingForComplexKeyGen`).
@@ -69,6 +75,9 @@ class TableVersion:
     # OverwriteWithLatestAvroPayload's `preCombine` keeps the larger ordering value, and log scanners
     # merge a slice's log records with it (0.14/0.15); else that payload is commit-time throughout.
     overwrite_payload_orders_logs: bool
+    # Ordered deletes in a slice's logs merge in log order and remove the base row (0.14/0.15); else
+    # they compete with records by ordering value.
+    deletes_fold_in_log_order: bool
     hudi_releases: str
 
     @property
@@ -110,13 +119,16 @@ _V6_HEADERS = frozenset(k for k in HeaderKey if k <= HeaderKey.BLOCK_IDENTIFIER)
 
 V6 = TableVersion(6, 1, False, False, "APPEND", _V6_HEADERS, False, False, False, False, "deltastreamer.checkpoint.key",
                   compaction=True, cleaning=True, archival=True, plans_of_1x=False, clean_plan_in_inflight=True,
-                  complex_key_form_chosen=True, overwrite_payload_orders_logs=True, hudi_releases="Hudi 0.14/0.15")
+                  complex_key_form_chosen=True, overwrite_payload_orders_logs=True,
+                  deletes_fold_in_log_order=True, hudi_releases="Hudi 0.14/0.15")
 V8 = TableVersion(8, 2, True, True, "CREATE", frozenset(HeaderKey), True, False, False, False, "streamer.checkpoint.key.v2",
                   compaction=True, cleaning=True, archival=True, plans_of_1x=True, clean_plan_in_inflight=True,
-                  complex_key_form_chosen=True, overwrite_payload_orders_logs=False, hudi_releases="Hudi 1.0")
+                  complex_key_form_chosen=True, overwrite_payload_orders_logs=False,
+                  deletes_fold_in_log_order=False, hudi_releases="Hudi 1.0")
 V9 = TableVersion(9, 2, True, True, "CREATE", frozenset(HeaderKey), True, True, True, True, "streamer.checkpoint.key.v2",
                   compaction=True, cleaning=True, archival=True, plans_of_1x=True, clean_plan_in_inflight=False,
-                  complex_key_form_chosen=False, overwrite_payload_orders_logs=False, hudi_releases="Hudi 1.1/1.2")
+                  complex_key_form_chosen=False, overwrite_payload_orders_logs=False,
+                  deletes_fold_in_log_order=False, hudi_releases="Hudi 1.1/1.2")
 _VERSIONS = {v.number: v for v in (V6, V8, V9)}
 
 READABLE_VERSIONS: tuple[int, ...] = tuple(_VERSIONS)

@@ -69,6 +69,7 @@ class ReadContext:
     writes_pending: bool = False       # a write may be appending now: an unknown torn tail is its
     skip_corrupt: bool = False         # report corrupt committed blocks as warnings, not errors
     log_ordering: bool = False         # log versions by ordering value, laid over the base (0.x)
+    deletes_in_log_order: bool = False  # ordered deletes merge in log order (`TableVersion`)
 
     @classmethod
     def of(cls, table: HudiTable, schema: avro.AvroSchema, completed: frozenset[str], *,
@@ -77,7 +78,8 @@ class ReadContext:
         config = table.config
         return cls(table.storage, schema, completed, config.precombine_field, config.event_time_ordering,
                    writes_pending=writes_pending, skip_corrupt=skip_corrupt,
-                   log_ordering=config.log_versions_by_ordering)
+                   log_ordering=config.log_versions_by_ordering,
+                   deletes_in_log_order=config.table_version.deletes_fold_in_log_order)
 
     @property
     def reader_schema(self) -> avro.AvroSchema:
@@ -231,6 +233,8 @@ def read_slice(ctx: ReadContext, slice_: FileSlice) -> pa.Table:
     records, deletes = _log_versions(ctx, slice_)
     if not records and not deletes:
         return base_parts[0].select(schema.names) if base_parts else schema.empty_table()
+    if ctx.deletes_in_log_order and any(d[3] is not None for d in deletes):
+        records, deletes = _fold_keys_with_ordered_deletes(records, deletes, ctx.ordering_field)
     if records:
         table = pa.Table.from_pylist([r for _, r in records], schema=schema)
         parts.append(_versions(table, offset, deleted=False, seqs=[s for s, _ in records]))
@@ -255,7 +259,51 @@ def read_slice(ctx: ReadContext, slice_: FileSlice) -> pa.Table:
         versions = pa.concat_tables(base_parts + parts)
         winners = pcb.precombine(versions, ordering if ctx.event_time else None, global_scope=True)
     live = winners.filter(pc.invert(winners.column(pcb.DELETE)))
+    if avro.IS_DELETED in schema.names:
+        # A record flagged deleted that wins is a delete (the payloads' `isDeleteRecord`, 1.x's
+        # `FileGroupRecordBuffer.isBuiltInDeleteRecord`); writers put such records in delete blocks.
+        live = live.filter(pc.invert(pc.fill_null(live.column(avro.IS_DELETED), False)))
     return live.select(schema.names)
+
+
+def _greater(a: Any, b: Any) -> bool:
+    return a is not None and b is not None and a > b
+
+
+def _fold_keys_with_ordered_deletes(records: list[tuple[int, dict[str, Any]]], deletes: list[tuple[Any, ...]],
+                                    ordering: str | None) -> tuple[list[tuple[int, dict[str, Any]]], list[tuple[Any, ...]]]:
+    """Hudi 0.14/0.15's log merge of the keys with a delete that carries an ordering value, version by
+    version in log order: a record replaces a delete, and a record unless that one's ordering value is
+    larger (the payloads' `preCombine`); a delete replaces what came before unless that carries a larger
+    value (`processNextDeletedRecord`, `choosePrev`). Each such key keeps its one surviving version; a
+    surviving delete loses its ordering value, as it removes the base file's row whatever that row's
+    (`combineAndGetUpdateValue` of an empty payload). Other keys are left to the vectorized merge."""
+    keys = {d[1] for d in deletes if d[3] is not None}
+    folded: dict[str, list[tuple[int, bool, Any, Any]]] = {}
+    kept_records, kept_deletes = [], []
+    for seq, record in records:
+        key = record.get(avro.RECORD_KEY)
+        if key in keys:
+            folded.setdefault(key, []).append((seq, False, record.get(ordering) if ordering else None, record))
+        else:
+            kept_records.append((seq, record))
+    for d in deletes:
+        if d[1] in keys:
+            folded.setdefault(d[1], []).append((d[0], True, d[3], d))
+        else:
+            kept_deletes.append(d)
+    for versions in folded.values():
+        state = None
+        for version in sorted(versions, key=lambda v: v[0]):
+            _, is_delete, value, _ = version
+            if state is None or (not is_delete and state[1]) or not _greater(state[2], value):
+                state = version
+        seq, is_delete, _, item = state
+        if is_delete:
+            kept_deletes.append((seq, item[1], item[2], None))
+        else:
+            kept_records.append((seq, item))
+    return sorted(kept_records, key=lambda r: r[0]), sorted(kept_deletes, key=lambda d: d[0])
 
 
 def _versions(table: pa.Table, offset: int, deleted: bool, seqs: list[int] | None = None) -> pa.Table:

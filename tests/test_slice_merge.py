@@ -1,0 +1,144 @@
+"""One file slice, base file and log blocks as Hudi's writers leave them, merged as Hudi's Java readers
+and compactor merge it.
+
+Each case builds the slice from its parts (a base row, then data and delete blocks in log order) and
+reads it with `read_slice`, which ingest's snapshot reads, compactions and index bootstraps share.
+The sequences here come from Hudi's writers: a delete block entry carries the record's ordering value
+when Hudi's `HoodieAppendHandle` deletes a record flagged `_hoodie_is_deleted`; ingest writes every
+delete without one (`IntWrapper(0)`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from ingest.hudi.avro import schema as avro
+from ingest.hudi.log.data_block import avro_data_block, encode_avro_records
+from ingest.hudi.log.delete_block import (
+    NO_ORDERING_VALUE,
+    DeleteRecord,
+    OrderingValue,
+    OrderingWrapper,
+    delete_block,
+)
+from ingest.hudi.log.log_writer import create_log_file
+from ingest.hudi.parquet.base_file import write_base_file
+from ingest.hudi.table.file_names import BaseFileName, LogFileName
+from ingest.hudi.table.file_system_view import BaseFile, FileSlice, LogFile
+from ingest.hudi.table.snapshot import ReadContext, read_slice
+from ingest.storage import Storage
+
+SCHEMA = {"type": "record", "name": "t_record", "namespace": "hoodie.t", "fields": [
+    {"name": "id", "type": "string"},
+    {"name": "ts", "type": ["null", "long"], "default": None},
+    {"name": "_hoodie_is_deleted", "type": ["null", "boolean"], "default": None},
+]}
+FULL = avro.with_meta_fields(SCHEMA)
+FILE_ID = "0f4f0e5a-1b7e-4c2e-9d3f-2a6c8b1e7d40-0"
+BASE_INSTANT = "20250101000000000"
+
+
+def row(instant: str, ts: int, deleted: bool | None = None) -> dict:
+    return {avro.COMMIT_TIME: instant, avro.COMMIT_SEQNO: f"{instant}_0_1", avro.RECORD_KEY: "k",
+            avro.PARTITION_PATH: "", avro.FILE_NAME: "f", "id": "k", "ts": ts, "_hoodie_is_deleted": deleted}
+
+
+def ordered(ts: int) -> OrderingValue:
+    return OrderingValue(OrderingWrapper.LONG, ts)
+
+
+def read(folder: Path, base_ts: int | None, blocks: list[tuple], *, event_time: bool, log_ordering: bool = False,
+         deletes_in_log_order: bool) -> list[int]:
+    """The `ts` of the key's row after merging, [] when it is deleted. `blocks`: ("data", ts, deleted) or
+    ("delete", ordering value), one block each, in log order, each of its own completed instant."""
+    storage = Storage(str(folder))
+    base = None
+    if base_ts is not None:
+        name = f"{FILE_ID}_0-1-1_{BASE_INSTANT}.parquet"
+        write_base_file(storage, name, pa.Table.from_pylist([row(BASE_INSTANT, base_ts)],
+                                                            schema=avro.avro_to_arrow(FULL)), FULL)
+        base = BaseFile("", BaseFileName.parse(name), storage.size(name))
+    log_blocks, completed = [], {BASE_INSTANT}
+    for n, block in enumerate(blocks, start=1):
+        instant = f"2025010100000{n:04d}"
+        completed.add(instant)
+        if block[0] == "data":
+            records = [row(instant, block[1], block[2] if len(block) > 2 else None)]
+            log_blocks.append(avro_data_block(instant, FULL, encode_avro_records(records, FULL)))
+        else:
+            log_blocks.append(delete_block(instant, FULL, [DeleteRecord("k", "", block[1])]))
+    name = f".{FILE_ID}_{BASE_INSTANT}.log.1_0-1-1"
+    create_log_file(storage, name, log_blocks)
+    slice_ = FileSlice("", FILE_ID, BASE_INSTANT, base, (LogFile("", LogFileName.parse(name), storage.size(name)),))
+    ctx = ReadContext(storage, SCHEMA, frozenset(completed), "ts", event_time, log_ordering=log_ordering,
+                      deletes_in_log_order=deletes_in_log_order)
+    return [r["ts"] for r in read_slice(ctx, slice_).to_pylist()]
+
+
+# Version 6 (Hudi 0.14/0.15), `DefaultHoodieRecordPayload` with ordering field `ts`.
+V6_EVENT_TIME = [
+    # `HoodieMergedLogRecordScanner.processNextDeletedRecord`: the delete replaces the record before it
+    # unless that one's value is larger (`choosePrev`); then `DefaultHoodieRecordPayload.
+    # combineAndGetUpdateValue` of the empty payload left (`if (recordBytes.length == 0) return
+    # Option.empty()`) removes the base row whatever its value.
+    pytest.param(10, [("delete", ordered(5))], [], id="an ordered delete removes a newer base row"),
+    pytest.param(1, [("data", 7), ("delete", ordered(5))], [7], id="a larger record before an ordered delete stays"),
+    pytest.param(1, [("data", 3), ("delete", ordered(5))], [], id="a smaller record before an ordered delete goes"),
+    # The payload's `preCombine`: `if (oldValue.recordBytes.length == 0) return this` (a record after a
+    # delete replaces it); the base row then competes by value (`needUpdatingPersistedRecord`).
+    pytest.param(1, [("delete", ordered(5)), ("data", 3)], [3], id="a record after an ordered delete replaces it"),
+    pytest.param(None, [("delete", ordered(5)), ("data", 3), ("data", 2)], [3],
+                 id="then records compete by value"),
+    # Deletes without an ordering value, as ingest writes them: the same answers either way.
+    pytest.param(10, [("delete", NO_ORDERING_VALUE)], [], id="a delete without value removes the base row"),
+    pytest.param(1, [("data", 7), ("delete", NO_ORDERING_VALUE), ("data", 3)], [3],
+                 id="a record after a delete without value"),
+    pytest.param(5, [("data", 5)], [5], id="a tie with the base goes to the log"),
+    pytest.param(9, [("data", 5)], [9], id="a smaller log record loses to the base"),
+]
+
+
+@pytest.mark.parametrize(("base_ts", "blocks", "expected"), V6_EVENT_TIME)
+def test_version_6_event_time_slices_merge_as_hudi_0_15_merges_them(tmp_path, base_ts, blocks, expected):
+    assert read(tmp_path, base_ts, blocks, event_time=True, deletes_in_log_order=True) == expected
+
+
+@pytest.mark.parametrize(("base_ts", "blocks", "expected"), [
+    # `OverwriteWithLatestAvroPayload` at 0.14/0.15: `preCombine` keeps the larger value in the logs, a
+    # record after a delete replaces it, and the logs' survivor replaces the base row whatever its value
+    # (`combineAndGetUpdateValue` is `getInsertValue`: empty for a delete).
+    pytest.param(10, [("delete", ordered(5))], [], id="an ordered delete removes a newer base row"),
+    pytest.param(10, [("data", 7), ("delete", ordered(5))], [7], id="a larger record before an ordered delete stays"),
+    pytest.param(10, [("delete", ordered(5)), ("data", 3)], [3], id="a record after an ordered delete replaces it"),
+    pytest.param(10, [("data", 3), ("data", 2)], [3], id="log records by value, over the base"),
+])
+def test_version_6_overwrite_with_latest_slices_merge_as_hudi_0_15_merges_them(tmp_path, base_ts, blocks, expected):
+    assert read(tmp_path, base_ts, blocks, event_time=False, log_ordering=True, deletes_in_log_order=True) == expected
+
+
+@pytest.mark.parametrize(("base_ts", "blocks", "expected"), [
+    # Hudi 1.1 (`BufferedRecordMergerFactory`, event-time): deletes with a value compete with records by
+    # value, whatever their order in the logs and against the base.
+    pytest.param(10, [("delete", ordered(5))], [10], id="an older ordered delete leaves the base row"),
+    pytest.param(1, [("delete", ordered(5)), ("data", 3)], [], id="an ordered delete beats a later smaller record"),
+    pytest.param(1, [("data", 7), ("delete", ordered(5))], [7], id="a larger record before it stays"),
+])
+def test_later_versions_compare_ordered_deletes_by_value(tmp_path, base_ts, blocks, expected):
+    assert read(tmp_path, base_ts, blocks, event_time=True, deletes_in_log_order=False) == expected
+
+
+@pytest.mark.parametrize("deletes_in_log_order", [True, False])
+@pytest.mark.parametrize(("base_ts", "blocks", "expected"), [
+    # A record flagged `_hoodie_is_deleted` inside a data block is a delete to Hudi's readers (0.x:
+    # `isDeleteRecord` in the payloads' `getInsertValue`/`combineAndGetUpdateValue`; 1.x:
+    # `FileGroupRecordBuffer.isBuiltInDeleteRecord`), once it wins by value.
+    pytest.param(1, [("data", 5, True)], [], id="a flagged record that wins deletes"),
+    pytest.param(9, [("data", 5, True)], [9], id="a flagged record that loses leaves the base row"),
+    pytest.param(None, [("data", 5, True), ("data", 7, False)], [7], id="a later larger record wins over it"),
+])
+def test_a_record_flagged_deleted_in_a_data_block_is_a_delete(tmp_path, base_ts, blocks, expected,
+                                                                deletes_in_log_order):
+    assert read(tmp_path, base_ts, blocks, event_time=True, deletes_in_log_order=deletes_in_log_order) == expected
