@@ -96,6 +96,10 @@ V6_EVENT_TIME = [
     pytest.param(10, [("delete", NO_ORDERING_VALUE)], [], id="a delete without value removes the base row"),
     pytest.param(1, [("data", 7), ("delete", NO_ORDERING_VALUE), ("data", 3)], [3],
                  id="a record after a delete without value"),
+    # The logs' survivor is the later record, which `DefaultHoodieRecordPayload` then compares with the
+    # base row: the deleted base row shows again until the slice is compacted.
+    pytest.param(10, [("delete", NO_ORDERING_VALUE), ("data", 3)], [10],
+                 id="a smaller record after a delete loses to the base row"),
     pytest.param(5, [("data", 5)], [5], id="a tie with the base goes to the log"),
     pytest.param(9, [("data", 5)], [9], id="a smaller log record loses to the base"),
 ]

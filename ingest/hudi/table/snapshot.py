@@ -13,6 +13,12 @@ time and not named by a rollback command block. Then, as the table config says:
   (`TableConfig.log_versions_by_ordering`): the log versions are merged as event-time ordering merges
   them, and the winner replaces the base file's version whatever its ordering value.
 
+At version 6 (`TableVersion.deletes_fold_in_log_order`) the log versions merge among themselves first, as
+0.14/0.15's log scanner merges them, and their survivor then meets the base file's row: a surviving
+delete removes it whatever its value. A key with a delete that carries an ordering value (Hudi writes one
+for `_hoodie_is_deleted`) is merged version by version in log order. A record flagged
+`_hoodie_is_deleted` that wins is a delete, at every version.
+
 Tables written by ingest keep every key's history monotonic (see `ingest.write.resolve`), so on them
 these rules, Hudi's Java payloads and hudi-rs all give the same rows.
 """
@@ -251,10 +257,14 @@ def read_slice(ctx: ReadContext, slice_: FileSlice) -> pa.Table:
         table = pa.Table.from_pydict(cols, schema=schema)
         parts.append(_versions(table, offset, deleted=True, seqs=[d[0] for d in deletes]))
     ordering = ctx.ordering_field if ctx.ordering_field in schema.names else None
-    if ctx.log_ordering and ordering is not None:
-        # The log versions merged among themselves, then laid over the base file's.
-        logs = pcb.precombine(pa.concat_tables(parts), ordering, global_scope=True)
-        winners = pcb.precombine(pa.concat_tables(base_parts + [logs]), None, global_scope=True)
+    if ctx.deletes_in_log_order:
+        # 0.14/0.15: the log versions merge among themselves first (`HoodieMergedLogRecordScanner`), then
+        # the survivor meets the base file's row: a delete removes it whatever its value, a record
+        # competes with it by value (event time) or replaces it.
+        log_order = ordering if ctx.event_time or ctx.log_ordering else None
+        logs = _unordered_deletes(pcb.precombine(pa.concat_tables(parts), log_order, global_scope=True), ordering)
+        final = ordering if ctx.event_time else None
+        winners = pcb.precombine(pa.concat_tables(base_parts + [logs]), final, global_scope=True)
     else:
         versions = pa.concat_tables(base_parts + parts)
         winners = pcb.precombine(versions, ordering if ctx.event_time else None, global_scope=True)
@@ -264,6 +274,15 @@ def read_slice(ctx: ReadContext, slice_: FileSlice) -> pa.Table:
         # `FileGroupRecordBuffer.isBuiltInDeleteRecord`); writers put such records in delete blocks.
         live = live.filter(pc.invert(pc.fill_null(live.column(avro.IS_DELETED), False)))
     return live.select(schema.names)
+
+
+def _unordered_deletes(versions: pa.Table, ordering: str | None) -> pa.Table:
+    """`versions` with the ordering value of every delete cleared: each then removes what came before."""
+    if ordering is None or not pc.any(versions.column(pcb.DELETE)).as_py():
+        return versions
+    column = versions.column(ordering)
+    cleared = pc.if_else(versions.column(pcb.DELETE), pa.scalar(None, column.type), column)
+    return versions.set_column(versions.schema.get_field_index(ordering), ordering, cleared)
 
 
 def _greater(a: Any, b: Any) -> bool:
