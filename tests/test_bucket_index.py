@@ -20,6 +20,7 @@ from ingest.hudi.keygen.bucket_index import (
     bucket_index_write_config,
     hash_fields_from_config,
     hash_key_values,
+    hash_key_values_1x,
     java_list_hash,
     java_string_hash,
     java_string_hashes,
@@ -81,6 +82,27 @@ def test_complex_keys_are_cut_as_hudi_0_14_cuts_them():
     assert hash_key_values("a:1,,b:2", ["a", "b", ""]) == ["1", "", "2"]
 
 
+def test_complex_keys_are_cut_as_hudi_1x_cuts_them():
+    """`KeyGenUtils.extractRecordKeysByFields` as HUDI-8403 rewrote it for 1.x (tables of versions 8 and 9),
+    with the cases of its `TestBucketIdentifier`/`TestKeyGenUtils`."""
+    # Keys without `,` or without `:` are one value: timestamps, and one-field complex keys.
+    assert hash_key_values_1x("2024-10-24 10:11:11.234", ["ts"]) == ["2024-10-24 10:11:11.234"]
+    assert hash_key_values_1x("id:5", ["id"]) == ["id:5"]
+    assert hash_key_values_1x("plain", ["id"]) == ["plain"]
+    # A value runs to the last `,` before the next field's `:`.
+    assert hash_key_values_1x("f1:abc,f2:bcd,efg", ["f1", "f2"]) == ["abc", "bcd,efg"]
+    assert hash_key_values_1x("id:a,b,name:x", ["id", "name"]) == ["a,b", "x"]
+    assert hash_key_values_1x("col1:val1,col2:2014-10-22 13:50:42,col3:val3", []) == [
+        "val1", "2014-10-22 13:50:42", "val3"]
+    assert hash_key_values_1x("id:1,name:Alice", ["name"]) == ["Alice"]
+    assert hash_key_values_1x("id:__null__,name:__empty__", ["id", "name"]) == [None, ""]
+    # No value kept: the key whole.
+    assert hash_key_values_1x("x:1,y:2", ["z"]) == ["x:1,y:2"]
+    # The buckets differ from 0.14/0.15's wherever the values do.
+    assert bucket_id("order:1", ["uuid"], 8) == 1 and bucket_id("order:1", ["uuid"], 8, cut_1x=True) == 4
+    assert bucket_id("id:1,b:2", ["id", "b"], 8, cut_1x=True) == bucket_id("id:1,b:2", ["id", "b"], 8)
+
+
 def test_hash_fields_are_read_like_hudi():
     assert hash_fields_from_config("id,name") == ("id", "name")
     assert hash_fields_from_config("id, name") == ("id", " name")  # not trimmed by Hudi either
@@ -103,23 +125,25 @@ _HASH_FIELDS = st.one_of(st.just(()), st.lists(_FIELD, min_size=1, max_size=3).m
 
 
 @settings(max_examples=200, deadline=None)
-@given(keys=st.lists(_KEY, max_size=25), hash_fields=_HASH_FIELDS, buckets=st.integers(1, 10_000))
-def test_vectorized_bucket_ids_equal_the_scalar_reference(keys, hash_fields, buckets):
-    expected = [bucket_id(k, hash_fields, buckets) for k in keys]
-    assert bucket_ids(pa.array(keys, pa.string()), hash_fields, buckets).tolist() == expected
+@given(keys=st.lists(_KEY, max_size=25), hash_fields=_HASH_FIELDS, buckets=st.integers(1, 10_000),
+       cut_1x=st.booleans())
+def test_vectorized_bucket_ids_equal_the_scalar_reference(keys, hash_fields, buckets, cut_1x):
+    expected = [bucket_id(k, hash_fields, buckets, cut_1x=cut_1x) for k in keys]
+    assert bucket_ids(pa.array(keys, pa.string()), hash_fields, buckets, cut_1x=cut_1x).tolist() == expected
     with tiny_chunks():
-        assert bucket_ids(pa.array(keys, pa.string()), hash_fields, buckets).tolist() == expected
+        assert bucket_ids(pa.array(keys, pa.string()), hash_fields, buckets, cut_1x=cut_1x).tolist() == expected
 
 
 @settings(max_examples=60, deadline=None)
-@given(keys=st.lists(_KEY, min_size=1, max_size=12), start=st.integers(0, 5), hash_fields=_HASH_FIELDS)
-def test_vectorized_bucket_ids_on_sliced_large_and_chunked_arrays(keys, start, hash_fields):
-    expected = [bucket_id(k, hash_fields, 97) for k in keys[start:]]
+@given(keys=st.lists(_KEY, min_size=1, max_size=12), start=st.integers(0, 5), hash_fields=_HASH_FIELDS,
+       cut_1x=st.booleans())
+def test_vectorized_bucket_ids_on_sliced_large_and_chunked_arrays(keys, start, hash_fields, cut_1x):
+    expected = [bucket_id(k, hash_fields, 97, cut_1x=cut_1x) for k in keys[start:]]
     array = pa.array(keys, pa.string()).slice(start)
-    assert bucket_ids(array, hash_fields, 97).tolist() == expected
-    assert bucket_ids(array.cast(pa.large_string()), hash_fields, 97).tolist() == expected
+    assert bucket_ids(array, hash_fields, 97, cut_1x=cut_1x).tolist() == expected
+    assert bucket_ids(array.cast(pa.large_string()), hash_fields, 97, cut_1x=cut_1x).tolist() == expected
     chunked = pa.chunked_array([pa.array(keys[start:][:2], pa.string()), pa.array(keys[start:][2:], pa.string())])
-    assert bucket_ids(chunked, hash_fields, 97).tolist() == expected
+    assert bucket_ids(chunked, hash_fields, 97, cut_1x=cut_1x).tolist() == expected
 
 
 @settings(max_examples=100, deadline=None)

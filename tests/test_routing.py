@@ -22,9 +22,11 @@ from ingest.write import tasks
 from ingest.write.options import IndexType
 
 
-def plan_of(index_type: IndexType, bucket_count: int = 7, hash_fields: tuple[str, ...] = (), shards: int = 5):
+def plan_of(index_type: IndexType, bucket_count: int = 7, hash_fields: tuple[str, ...] = (), shards: int = 5,
+            bucket_cut_1x: bool = False):
     """The routing settings of a write plan (all routing reads of it); picklable for executors."""
-    return SimpleNamespace(index_type=index_type, bucket_count=bucket_count, hash_fields=hash_fields, shards=shards)
+    return SimpleNamespace(index_type=index_type, bucket_count=bucket_count, hash_fields=hash_fields, shards=shards,
+                           bucket_cut_1x=bucket_cut_1x)
 
 
 PIECES = st.sampled_from([",", ":", "__null__", "__empty__", "a", "id", "b", "é", "😀", " ", ",,", "::"])
@@ -79,7 +81,19 @@ UNCUT_TEXT = st.one_of(st.none(), st.text(alphabet=st.characters(blacklist_chara
 def test_fast_route_is_exact_for_keys_without_colons_and_commas(spark, pairs):
     table = pa.table({"id": pa.array([a for a, _ in pairs], pa.string()),
                       "b": pa.array([b for _, b in pairs], pa.string())})
-    _all_routes_agree(spark, table, PLANS, FIELD_LISTS, exact=False)
+    _all_routes_agree(spark, table, PLANS + PLANS_1X, FIELD_LISTS, exact=False)
+
+
+# Tables of versions 8 and 9: Hudi 1.x's cut. Their fast route hashes a one-field key whole, even a
+# complex `id:value` one; their exact route is the Python one.
+PLANS_1X = [plan_of(IndexType.BUCKET, 7, bucket_cut_1x=True),
+            plan_of(IndexType.BUCKET, 3, hash_fields=("b", "id"), bucket_cut_1x=True)]
+
+
+def test_the_exact_route_of_hudi_1x_buckets_is_pythons(spark):
+    df = spark.createDataFrame([("id:1",)], "id string")
+    assert routing.jvm_route(df.schema, _spec("id"), PLANS_1X[0], exact=True) is None
+    assert routing.jvm_route(df.schema, _spec("id"), PLANS_1X[0], exact=False) is not None
 
 
 def test_ascii_keys_hash_in_generated_code_and_others_through_reflect(spark):

@@ -353,6 +353,25 @@ def test_the_spark_sink_writes_version_9_from_executors(spark, tmp_path):
     assert our_rows(path) == expected
 
 
+@pytest.mark.parametrize(("version", "buckets"), [(6, [1, 1, 1]), (8, [4, 5, 6]), (9, [4, 5, 6])])
+def test_bucket_of_a_key_holding_a_colon_is_the_one_hudi_of_that_version_computes(tmp_path, version, buckets):
+    """`BucketIdentifier.getBucketId` through `KeyGenUtils.extractRecordKeysByFields`: 0.14/0.15 cut the
+    key `order:1` at its `:` and, `order` being no hash field, hash the empty list (bucket 1 of 8 for
+    all three); 1.x (HUDI-8403) hashes a key without `,` whole. A Hudi 1.x writer upserting these keys
+    looks in those buckets, so a version-8 or 9 table must hold them there, or its upserts duplicate them."""
+    writer = LocalWriter(WriteOptions(
+        table_path=str(tmp_path / "t"), table_name="t",
+        hudi={"hoodie.datasource.write.recordkey.field": "uuid", "hoodie.datasource.write.partitionpath.field": "",
+              "hoodie.datasource.write.precombine.field": "ts", "hoodie.write.table.version": str(version)},
+        index=IndexOptions(type=IndexType.BUCKET, bucket_count=8)))
+    keys = ["order:1", "order:2", "order:3"]
+    writer.write(pa.table({"uuid": keys, "ts": pa.array([1, 1, 1], pa.int64())}))
+    rows = read_snapshot(HudiTable.open(str(tmp_path / "t"))).to_pylist()
+    placed = {r["_hoodie_record_key"]: int(r["_hoodie_file_name"][1 if r["_hoodie_file_name"].startswith(".") else 0:][:8])
+              for r in rows}
+    assert [placed[k] for k in keys] == buckets
+
+
 _MODEL = "org.apache.hudi.common.model."
 
 

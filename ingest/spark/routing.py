@@ -71,7 +71,7 @@ def python_routes(table: pa.Table | pa.RecordBatch, spec: KeyGeneratorSpec, plan
     keys = compute_record_keys(batch, spec)
     filled = pc.fill_null(keys, "")
     if plan.index_type is IndexType.BUCKET:
-        ids = bucket_ids(filled, plan.hash_fields, plan.bucket_count)
+        ids = bucket_ids(filled, plan.hash_fields, plan.bucket_count, cut_1x=plan.bucket_cut_1x)
     else:
         ids = tasks.key_shards(filled, plan.shards)
     return pc.if_else(pc.is_null(keys), UNKEYED, pa.array(ids.astype(np.int32)))
@@ -122,7 +122,7 @@ def shuffled(df: DataFrame, spec: KeyGeneratorSpec, plan: WritePlan, tasks_count
     added = dict(columns or {})
     if tasks_count == 1:  # one task owns every route: no shuffle at all
         return df.withColumns({**added, SLOT: F.lit(0)}).coalesce(1)
-    settings = (plan.index_type, plan.bucket_count, tuple(plan.hash_fields), plan.shards)
+    settings = (plan.index_type, plan.bucket_count, tuple(plan.hash_fields), plan.shards, plan.bucket_cut_1x)
     slot = _slot_column(df.sparkSession, df.schema.json(), spec, settings, tasks_count, exact)
     return df.withColumns({**added, SLOT: slot}).repartition(tasks_count, SLOT)
 
@@ -132,8 +132,9 @@ def _slot_column(session, schema_json: str, spec: KeyGeneratorSpec, settings: tu
                  exact: bool) -> Column:
     """Built once per session, schema and settings: building it costs a JVM round trip per
     expression node, more than a small batch's whole shuffle."""
-    index_type, bucket_count, hash_fields, shards = settings
-    plan = SimpleNamespace(index_type=index_type, bucket_count=bucket_count, hash_fields=hash_fields, shards=shards)
+    index_type, bucket_count, hash_fields, shards, bucket_cut_1x = settings
+    plan = SimpleNamespace(index_type=index_type, bucket_count=bucket_count, hash_fields=hash_fields, shards=shards,
+                           bucket_cut_1x=bucket_cut_1x)
     route = jvm_route(StructType.fromJson(json.loads(schema_json)), spec, plan, exact=exact)
     if route is None:
         route = _python_route(spec, plan)
@@ -207,9 +208,13 @@ def jvm_route(schema: StructType, spec: KeyGeneratorSpec, plan: WritePlan, *, ex
     """The route as a JVM expression, or None when a key field's type needs the Python route.
 
     Not `exact`: keys are hashed whole, as Hudi does unless a key holds `:` and `,` (see the module).
+    Hudi 1.x's cut (`WritePlan.bucket_cut_1x`) has no exact JVM form here: its exact route is Python's.
     """
     fields = spec.record_key_fields
     if not fields or any(not isinstance(_field_type(schema, f), _JVM_KEY_TYPES) for f in fields):
+        return None
+    cut_1x = plan.index_type is IndexType.BUCKET and plan.bucket_cut_1x
+    if exact and cut_1x:
         return None
     if any(":" in f or "," in f for f in fields):
         return None  # such names would change how Hudi cuts the key
@@ -226,7 +231,9 @@ def jvm_route(schema: StructType, spec: KeyGeneratorSpec, plan: WritePlan, *, ex
         for v in values:
             unkeyed = unkeyed & (v.isNull() | (v == ""))
     if plan.index_type is IndexType.BUCKET:
-        if spec.plain_record_key:
+        if cut_1x and (spec.plain_record_key or len(fields) == 1):
+            list_hash = _step(F.lit(1).cast("long"), _java_hash(key))  # 1.x hashes a key without `,` whole
+        elif spec.plain_record_key:
             list_hash = _plain_key_hash(key, plan.hash_fields, exact)
         else:
             list_hash = _complex_key_hash(key, fields, values, plan.hash_fields, exact)

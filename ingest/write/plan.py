@@ -58,6 +58,7 @@ class WritePlan:
     record_bytes: int = DEFAULT_RECORD_BYTES
     file_group_max_bytes: int = 120 * 1024 * 1024
     insert_split: int = 0   # records per new file group; 0: file_group_max_bytes // record_bytes
+    bucket_cut_1x: bool = False  # bucket hash values cut from keys as Hudi 1.x cuts them (`TableVersion`)
 
     @property
     def storage(self) -> Storage:
@@ -194,6 +195,7 @@ def build_plan(txn: Transaction, options: WriteOptions) -> WritePlan:
         write=write,
         index_type=options.index.type,
         bucket_count=options.index.bucket_count,
+        bucket_cut_1x=txn.table.version.bucket_keys_cut_1x,
         hash_fields=options.hash_fields,
         shards=options.index.shards,
         global_scope=options.index.global_scope,

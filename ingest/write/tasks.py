@@ -98,7 +98,8 @@ def route(plan: WritePlan, records: pa.Table) -> pa.Table:
     unknown), meets in the task that owns its bucket or shard.
     """
     if plan.index_type.value == "bucket":
-        ids = bucket_ids(records.column(pcb.KEY).combine_chunks(), plan.hash_fields, plan.bucket_count)
+        ids = bucket_ids(records.column(pcb.KEY).combine_chunks(), plan.hash_fields, plan.bucket_count,
+                         cut_1x=plan.bucket_cut_1x)
         return records.append_column(BUCKET, pa.array(ids.astype(np.int32)))
     return records.append_column(SHARD, pa.array(key_shards(records.column(pcb.KEY), plan.shards).astype(np.int32)))
 

@@ -9,7 +9,12 @@ parts without `:` kept whole, parts of other fields dropped, `__null__` read as 
 `__empty__` as "" (both hash to 0). That cut has quirks we keep on purpose, because a different
 bucket would be a different file group: a value holding `,` contributes two list elements, and a
 plain key holding `:` whose prefix is not a hash field (e.g. `2023-01-01 10:00:00`) yields an
-empty list (hash 1). Newer Hudi (1.x) parses differently; tables are continued by 0.14/0.15 here.
+empty list (hash 1). That is the cut at table version 6.
+
+Hudi 1.x rewrote the cut (HUDI-8403), and tables of versions 8 and 9 are continued by 1.x writers, so
+there keys are cut its way (`cut_1x`): a key without `,` or without `:` is hashed whole (a one-field
+complex key `id:5` too), and a complex key is walked field by field, a value keeping the `,` and `:` it
+holds (`KeyGenUtils.extractRecordKeysByFields`, 1.x); a key that yields no value is hashed whole.
 
 The bucket lives in the file id: `%08d` of the bucket number replaces the first 8 characters of a
 UUID, plus Hudi's `-0` suffix (`BucketIdentifier.newBucketFileIdPrefix`, `FSUtils.createNewFileId`).
@@ -75,10 +80,52 @@ def hash_key_values(record_key: str, hash_fields: Sequence[str]) -> list[str | N
     return values
 
 
-def bucket_id(record_key: str, hash_fields: Sequence[str], num_buckets: int) -> int:
+def hash_key_values_1x(record_key: str, hash_fields: Sequence[str]) -> list[str | None]:
+    """Hudi 1.x's `BucketIdentifier.getHashKeys`: `KeyGenUtils.extractRecordKeysByFields` as rewritten by
+    HUDI-8403. A value runs to the last `,` before the next field's `:`, so it keeps its own `,` and `:`."""
+    if "," not in record_key or ":" not in record_key:
+        return [record_key]
+    values: list[str | None] = []
+    n, processed = len(record_key), 0
+
+    def comma_before(colon: int) -> int:  # Java's `lastIndexOf(',', colon)`: -1 for a negative start
+        return record_key.rfind(",", 0, colon + 1) if colon >= 0 else -1
+
+    while processed < n:
+        sep1 = record_key.find(":", processed)
+        if sep1 < 0:
+            break  # unreachable for Java, whose substring would throw
+        field = record_key[processed:sep1]
+        sep2 = record_key.find(":", sep1 + 1)
+        if not hash_fields or list(hash_fields) == [""] or field in hash_fields:
+            if sep2 < 0:
+                value, processed = record_key[sep1 + 1:], n
+            else:
+                comma = comma_before(sep2)
+                while comma < sep1 and sep2 > 0:  # a value holding `:`: skip to the next field's
+                    sep2 = record_key.find(":", sep2 + 1)
+                    comma = comma_before(sep2)
+                if comma > 0:
+                    value, processed = record_key[sep1 + 1:comma], comma + 1
+                else:
+                    value, processed = record_key[sep1 + 1:], n
+            values.append(None if value == NULL_PLACEHOLDER else "" if value == EMPTY_PLACEHOLDER else value)
+        elif sep2 < 0:
+            processed = n
+        else:
+            comma = comma_before(sep2)
+            while comma < sep1 and sep2 >= 0:  # Java loops on here; there is no field after this one
+                sep2 = record_key.find(":", sep2 + 1)
+                comma = comma_before(sep2)
+            processed = n if comma < sep1 else comma + 1
+    return values or [record_key]
+
+
+def bucket_id(record_key: str, hash_fields: Sequence[str], num_buckets: int, *, cut_1x: bool = False) -> int:
     """`BucketIdentifier.getBucketId(recordKey, indexKeyFields, numBuckets)` for one key."""
     _check_buckets(num_buckets)
-    return (java_list_hash(hash_key_values(record_key, hash_fields)) & 0x7FFFFFFF) % num_buckets
+    values = (hash_key_values_1x if cut_1x else hash_key_values)(record_key, hash_fields)
+    return (java_list_hash(values) & 0x7FFFFFFF) % num_buckets
 
 
 def hash_fields_from_config(value: str) -> tuple[str, ...]:
@@ -198,11 +245,14 @@ def _bytes_equal(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, text: b
     return equal
 
 
-def bucket_ids(record_keys: pa.Array, hash_fields: Sequence[str], num_buckets: int) -> np.ndarray:
+def bucket_ids(record_keys: pa.Array, hash_fields: Sequence[str], num_buckets: int, *,
+               cut_1x: bool = False) -> np.ndarray:
     """`bucket_id` of every key of a string array (int32), vectorized; keys must not be null.
 
     Works on the Arrow buffers directly: separators are found by byte scans (`,` and `:` are ASCII,
-    so they never occur inside a multi-byte character) and every value is hashed in place.
+    so they never occur inside a multi-byte character) and every value is hashed in place. With
+    `cut_1x`, complex keys whose every part holds exactly one `:` (where both cuts agree) are cut
+    here too; the others go through `hash_key_values_1x` one by one.
     """
     _check_buckets(num_buckets)
     if record_keys.null_count:
@@ -215,19 +265,31 @@ def bucket_ids(record_keys: pa.Array, hash_fields: Sequence[str], num_buckets: i
     first_colon = np.searchsorted(colons, starts)
     complex_rows = first_colon < len(colons)
     complex_rows[complex_rows] = colons[first_colon[complex_rows]] < ends[complex_rows]
+    commas = np.flatnonzero(used == 0x2C) + int(offsets[0]) if complex_rows.any() else colons[:0]
+    if cut_1x and complex_rows.any():
+        has_comma = np.searchsorted(commas, ends) > np.searchsorted(commas, starts)
+        complex_rows &= has_comma  # a key without `,` is hashed whole by 1.x
+        if list(hash_fields) == [""]:
+            hash_fields = ()  # 1.x reads one empty field name as none given
     plain = ~complex_rows
     if plain.any():
         hashes[plain] = _segment_hashes(data, starts[plain], ends[plain]) + np.uint32(31)
     if complex_rows.any():
-        commas = np.flatnonzero(used == 0x2C) + int(offsets[0])
-        hashes[complex_rows] = _complex_key_hashes(data, starts[complex_rows], ends[complex_rows], colons, commas,
-                                                   hash_fields)
+        rows = np.flatnonzero(complex_rows)
+        cut, regular = _complex_key_hashes(data, starts[rows], ends[rows], colons, commas, hash_fields)
+        hashes[rows] = cut
+        if cut_1x and not regular.all():
+            odd = rows[~regular]
+            keys = record_keys.take(pa.array(odd)).to_pylist()
+            hashes[odd] = [java_list_hash(hash_key_values_1x(k, hash_fields)) & _MASK32 for k in keys]
     return ((hashes & np.uint32(0x7FFFFFFF)) % np.uint32(num_buckets)).astype(np.int32)
 
 
 def _complex_key_hashes(data: np.ndarray, key_starts: np.ndarray, key_ends: np.ndarray, colons: np.ndarray,
-                        commas: np.ndarray, hash_fields: Sequence[str]) -> np.ndarray:
-    """`List.hashCode` of the hash values of complex keys (byte ranges), as `hash_key_values` cuts them."""
+                        commas: np.ndarray, hash_fields: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """`List.hashCode` of the hash values of complex keys (byte ranges), as `hash_key_values` cuts them;
+    and which keys are regular: every part holds exactly one `:` and some value is kept, the keys Hudi
+    1.x's cut reads the same way."""
     n = len(key_starts)
     owner = np.searchsorted(key_starts, commas, side="right") - 1
     inside = owner >= 0
@@ -268,7 +330,9 @@ def _complex_key_hashes(data: np.ndarray, key_starts: np.ndarray, key_ends: np.n
         data, starts, ends, EMPTY_PLACEHOLDER.encode())
     element_hashes[placeholder & has_colon[kept]] = 0
     counts = np.bincount(part_owner[kept], minlength=n).astype(np.int64)
-    return _list_hashes(element_hashes, counts)
+    part_colons = np.searchsorted(colons, part_end) - np.searchsorted(colons, part_start)
+    regular = (np.bincount(part_owner[part_colons != 1], minlength=n) == 0) & (counts > 0)
+    return _list_hashes(element_hashes, counts), regular
 
 
 def _check_buckets(num_buckets: int) -> None:
