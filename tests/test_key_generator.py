@@ -204,7 +204,15 @@ def test_class_then_type_then_inference():
     custom = spec(rk="id", pp="a:SIMPLE, b:timestamp", type="CUSTOM",
                   **{TS + "timestamp.type": "EPOCHMILLISECONDS", TS + "output.dateformat": "yyyy/MM"})
     assert [(f.name, f.timestamp) for f in custom.partition_fields] == [("a", False), ("b", True)]
-    assert custom.table_properties()["hoodie.table.partition.fields"] == "a, b"
+    # Names without blanks: `HoodieTableConfig.getPartitionFields` splits on commas without trimming, so
+    # Spark would look for a column " b". From table version 8 with their types
+    # (`SparkKeyGenUtils.getPartitionColumnsForKeyGenerator`, types above version 6).
+    assert custom.table_properties()["hoodie.table.partition.fields"] == "a,b"
+    assert custom.table_properties(typed_partition_fields=True)["hoodie.table.partition.fields"] == \
+        "a:SIMPLE,b:TIMESTAMP"
+    assert typed.table_properties(typed_partition_fields=True)["hoodie.table.partition.fields"] == "city"
+    assert spec(rk="id", pp="city, day", type="complex").table_properties()["hoodie.table.partition.fields"] == \
+        "city,day"
     assert custom.partition_depth == 3
 
 

@@ -372,6 +372,37 @@ def test_bucket_of_a_key_holding_a_colon_is_the_one_hudi_of_that_version_compute
     assert [placed[k] for k in keys] == buckets
 
 
+@pytest.mark.parametrize(("version", "recorded"), [(6, "region,ts"), (8, "region:SIMPLE,ts:TIMESTAMP"),
+                                                  (9, "region:SIMPLE,ts:TIMESTAMP")])
+def test_custom_key_generators_partition_fields_are_recorded_as_hudi_of_that_version_records_them(
+        tmp_path, version, recorded):
+    """`SparkKeyGenUtils.getPartitionColumnsForKeyGenerator(props, tableVersion)` passes `includeTypes` above
+    version 6: a Hudi 1.x table records `field:TYPE`, from which `CustomAvroKeyGenerator.getTimestampFields`
+    and Spark's `SparkParsePartitionUtil.getPartitionSchema` learn that `ts` is a timestamp partition
+    (a string column). A table recorded without types, by Hudi 0.x or an earlier ingest, is continued."""
+    hudi = {"hoodie.datasource.write.recordkey.field": "id", "hoodie.datasource.write.keygenerator.type": "CUSTOM",
+            "hoodie.datasource.write.partitionpath.field": "region:SIMPLE, ts:TIMESTAMP",
+            "hoodie.keygen.timebased.timestamp.type": "EPOCHMILLISECONDS",
+            "hoodie.keygen.timebased.output.dateformat": "yyyyMMdd",
+            "hoodie.datasource.write.precombine.field": "ts", "hoodie.write.table.version": str(version)}
+    rows = pa.table({"id": ["a"], "region": ["eu"], "ts": pa.array([1_700_000_000_000], pa.int64())})
+
+    def write() -> None:
+        LocalWriter(WriteOptions(table_path=str(tmp_path / "t"), table_name="t", hudi=hudi,
+                                 index=IndexOptions(type=IndexType.BUCKET, bucket_count=1))).write(rows)
+
+    write()
+    props = Path(tmp_path / "t" / ".hoodie" / "hoodie.properties")
+    assert HudiTable.open(str(tmp_path / "t")).config.props["hoodie.table.partition.fields"] == recorded
+    write()
+    untyped = props.read_text().replace("region\\:SIMPLE,ts\\:TIMESTAMP", "region,ts")
+    props.write_text(untyped)
+    (props.parent / "hoodie.properties.backup").unlink(missing_ok=True)
+    assert HudiTable.open(str(tmp_path / "t")).config.props["hoodie.table.partition.fields"] == "region,ts"
+    write()
+    assert len(HudiTable.open(str(tmp_path / "t")).timeline().completed()) == 3
+
+
 _MODEL = "org.apache.hudi.common.model."
 
 

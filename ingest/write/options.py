@@ -174,7 +174,8 @@ class WriteOptions:
             TableConfigKey.NAME.key: self.table_name,
             TableConfigKey.DATABASE_NAME.key: self.hudi.get(DATABASE_NAME, "default"),
         }
-        settings.update(self.keygen.table_properties())
+        version = self.existing_version or self.table_version
+        settings.update(self.keygen.table_properties(typed_partition_fields=version.typed_custom_partition_fields))
         if self.table_version.merge_mode_in_properties:
             settings[TableConfigKey.KEY_GENERATOR_TYPE.key] = self.keygen.kind.value
         if self.precombine_field:

@@ -445,6 +445,8 @@ class TableConfig:
             if existing is None or value is None:
                 continue
             spec = member.value if member else ConfigKey(key)
+            if member is TableConfigKey.PARTITION_FIELDS and (":" in existing) != (":" in value):
+                existing, value = _untyped(existing), _untyped(value)  # one side records no types
             if spec.normalize(existing) != spec.normalize(value):
                 out.append((key, existing, value))
         return out
@@ -465,6 +467,11 @@ class TableConfig:
         conflicts = self.conflicts_with(given)
         if conflicts:
             raise TableConfigConflict(table_path, conflicts)
+
+
+def _untyped(fields: str) -> str:
+    """Partition fields without a CustomKeyGenerator's `:TYPE` suffixes."""
+    return ",".join(f.split(":", 1)[0] for f in fields.split(","))
 
 
 def _merge_properties(props: dict[str, str], version: TableVersion, payload_given: bool) -> None:

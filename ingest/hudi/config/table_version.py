@@ -36,6 +36,8 @@ Mirrors Hudi's `HoodieTableVersion` and what its upgrade handlers change (`SixTo
   after a delete always replaces it; `combineAndGetUpdateValue`: a delete that survives the logs removes
   the base file's row whatever its value); from 8 on they compete with records by ordering value
   (`BufferedRecordMergerFactory`);
+* `hoodie.table.partition.fields` of a CustomKeyGenerator: the names at 6, `field:TYPE` from 8
+  (`SparkKeyGenUtils.getPartitionColumnsForKeyGenerator`, types included above version 6);
 * bucket index hashing: 0.14/0.15's cut of record keys into hash values at 6, 1.x's from 8
   (`KeyGenUtils.extractRecordKeysByFields`, rewritten by HUDI-8403 before 1.0: a key without `,` or
   without `:` is hashed whole, and values keep the `,` and `:` they hold);
@@ -82,6 +84,7 @@ class TableVersion:
     # they compete with records by ordering value.
     deletes_fold_in_log_order: bool
     bucket_keys_cut_1x: bool  # bucket hash values cut from record keys as 1.x cuts them (else 0.14/0.15)
+    typed_custom_partition_fields: bool  # a CustomKeyGenerator's partition fields recorded with their types
     hudi_releases: str
 
     @property
@@ -125,17 +128,17 @@ V6 = TableVersion(6, 1, False, False, "APPEND", _V6_HEADERS, False, False, False
                   compaction=True, cleaning=True, archival=True, plans_of_1x=False, clean_plan_in_inflight=True,
                   complex_key_form_chosen=True, overwrite_payload_orders_logs=True,
                   deletes_fold_in_log_order=True, bucket_keys_cut_1x=False,
-                  hudi_releases="Hudi 0.14/0.15")
+                  typed_custom_partition_fields=False, hudi_releases="Hudi 0.14/0.15")
 V8 = TableVersion(8, 2, True, True, "CREATE", frozenset(HeaderKey), True, False, False, False, "streamer.checkpoint.key.v2",
                   compaction=True, cleaning=True, archival=True, plans_of_1x=True, clean_plan_in_inflight=True,
                   complex_key_form_chosen=True, overwrite_payload_orders_logs=False,
                   deletes_fold_in_log_order=False, bucket_keys_cut_1x=True,
-                  hudi_releases="Hudi 1.0")
+                  typed_custom_partition_fields=True, hudi_releases="Hudi 1.0")
 V9 = TableVersion(9, 2, True, True, "CREATE", frozenset(HeaderKey), True, True, True, True, "streamer.checkpoint.key.v2",
                   compaction=True, cleaning=True, archival=True, plans_of_1x=True, clean_plan_in_inflight=False,
                   complex_key_form_chosen=False, overwrite_payload_orders_logs=False,
                   deletes_fold_in_log_order=False, bucket_keys_cut_1x=True,
-                  hudi_releases="Hudi 1.1/1.2")
+                  typed_custom_partition_fields=True, hudi_releases="Hudi 1.1/1.2")
 _VERSIONS = {v.number: v for v in (V6, V8, V9)}
 
 READABLE_VERSIONS: tuple[int, ...] = tuple(_VERSIONS)

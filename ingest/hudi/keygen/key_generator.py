@@ -412,12 +412,9 @@ class KeyGeneratorSpec:
         persisted = ()
         if kind is KeyGeneratorType.TIMESTAMP:
             persisted = tuple((k, config[k]) for k in PERSISTED_TIMESTAMP_KEYS if k in config)
-        if kind is KeyGeneratorType.CUSTOM:
-            partition_config = ",".join(p.split(":")[0] if p else "" for p in java_split(partition or ""))
-        elif kind is KeyGeneratorType.NON_PARTITION:
-            partition_config = ""
-        else:
-            partition_config = partition or ""
+        # The field names as ingest reads them: Hudi records the raw value, whose blanks Spark's
+        # `HoodieTableConfig.getPartitionFields` keeps, and then cannot find those columns.
+        partition_config = ",".join(f.name for f in partition_fields)
         if kind in (KeyGeneratorType.SIMPLE, KeyGeneratorType.TIMESTAMP):
             plain = True
         elif kind is KeyGeneratorType.COMPLEX:
@@ -482,12 +479,21 @@ class KeyGeneratorSpec:
         return sum(self.timestamp.depth(self.urlencode) if f.timestamp and self.timestamp else 1
                    for f in self.partition_fields)
 
-    def table_properties(self) -> dict[str, str]:
-        """What Hudi's Spark writer records in hoodie.properties for this key generator (v6)."""
+    @property
+    def typed_partition_config(self) -> str:
+        """The CustomKeyGenerator's partition fields with their types, `region:SIMPLE,ts:TIMESTAMP`, as
+        Hudi 1.x records them (`SparkKeyGenUtils.getPartitionColumnsForKeyGenerator` with types from
+        table version 7 on); other key generators have no types to record."""
+        if self.kind is not KeyGeneratorType.CUSTOM:
+            return self.partition_config
+        return ",".join(f"{f.name}:{'TIMESTAMP' if f.timestamp else 'SIMPLE'}" for f in self.partition_fields)
+
+    def table_properties(self, *, typed_partition_fields: bool = False) -> dict[str, str]:
+        """What Hudi's Spark writer records in hoodie.properties for this key generator."""
         props = {
             TABLE_KEYGEN_CLASS: self.class_name,
             TABLE_RECORDKEY_FIELDS: self.record_key_config,
-            TABLE_PARTITION_FIELDS: self.partition_config,
+            TABLE_PARTITION_FIELDS: self.typed_partition_config if typed_partition_fields else self.partition_config,
             HIVE_STYLE: str(self.hive_style).lower(),
             URLENCODE: str(self.urlencode).lower(),
         }
