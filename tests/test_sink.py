@@ -125,6 +125,32 @@ def test_keys_that_need_hudis_full_cut_are_written_again_with_the_exact_route(sp
     assert our_rows(read_snapshot(table)) == expected_rows(model)
 
 
+def test_at_table_version_9_keys_reach_the_buckets_hudi_1x_hashes_them_to(spark, tmp_path):
+    """At 9 (and 8) Hudi 1.x's `BucketIdentifier` hashes a key without both `,` and `:` whole, so the
+    sink's fast route is exact for such keys, `order:7` included; every row lands in the file group
+    of the bucket `KeyGenUtils.extractRecordKeysByFields` (1.x) gives it, without a second attempt."""
+    from ingest.hudi.keygen.bucket_index import bucket_id
+
+    options = options_for(tmp_path / "table", "bucket", "log", version=9)
+    model = TableModel(event_time=True)
+    ops = [Op(f"order:{i}", f"p{i % 3}", 1, values={"fare": float(i)}) for i in range(30)]
+    with HudiSink(options, spark=spark, small_batch_rows=5) as sink:
+        for op in ops:
+            op.values = model_values(op, False, 0)
+        sink(spark_frame(spark, to_table(ops, False, 0)), 0)
+        model.apply(ops)
+        assert sink.exact_routes is False
+    table = HudiTable.open(str(tmp_path / "table"))
+    assert not table.timeline().completed(Action.ROLLBACK)
+    snapshot = read_snapshot(table)
+    assert our_rows(snapshot) == expected_rows(model)
+    buckets = options.index.bucket_count
+    for row in snapshot.to_pylist():
+        file_id = row["_hoodie_file_name"].lstrip(".")
+        assert int(file_id[:8]) == bucket_id(row["_hoodie_record_key"], options.hash_fields, buckets, cut_1x=True)
+    assert len({int(r["_hoodie_file_name"].lstrip(".")[:8]) for r in snapshot.to_pylist()}) > 1
+
+
 def test_arrow_batch_settings_turn_the_byte_bound_into_a_row_bound(spark):
     with session_conf(spark, {ARROW_MAX_BYTES: "64m", ARROW_MAX_RECORDS: "100000"}):
         assert arrow_batch_settings(spark, None) == {}, "unknown width: Spark's own settings stand"
