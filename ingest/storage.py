@@ -52,6 +52,9 @@ TEMP_SUFFIX = ".tmp"
 _TEMP_NAME = re.compile(r"^\..+\.[0-9a-f]{32}\.tmp$")
 
 
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):")  # two letters at least: not a drive letter
+
+
 def _remove_quietly(path: str) -> None:
     try:
         os.unlink(path)
@@ -133,11 +136,14 @@ class Storage:
         plans name local files `file:/...` and S3 ones `s3a://...`, whatever URL this table was opened
         by. So does this (a bucket must still match). `..` is resolved first, as Hadoop's `Path` does.
         """
+        scheme = _SCHEME.match(location)
+        protocols = (self.fs.protocol,) if isinstance(self.fs.protocol, str) else tuple(self.fs.protocol)
+        if scheme and scheme.group(1).lower() not in protocols:
+            return None  # another file system (`hdfs://` beside a local table)
         full = posixpath.normpath(self.fs._strip_protocol(location))
-        try:
-            return self._rel(full) or None
-        except ValueError:
-            return None
+        root = posixpath.normpath(self.root) if self.root not in ("", "/") else self.root
+        prefix = root.rstrip("/") + "/"
+        return full[len(prefix):] or None if full.startswith(prefix) else None
 
     def _rel(self, full: str) -> str:
         full = full.rstrip("/")

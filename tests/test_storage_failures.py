@@ -100,6 +100,9 @@ def test_temporaries_of_dead_writers_are_swept_by_cleaning(tmp_path, capsys):
     ("/t", "/t", None),
     ("s3://b/t", "s3a://b/t/p=1/f.parquet", "p=1/f.parquet"),  # a Hudi writer's S3 scheme
     ("s3://b/t", "s3://c/t/p=1/f.parquet", None),
+    ("file:///t/../t", "/t/p=1/f.parquet", "p=1/f.parquet"),      # a base URL not in normal form
+    ("s3://b//t", "s3a://b/t/p=1/f.parquet", "p=1/f.parquet"),
+    ("/t", "hdfs://nn/t/p=1/f.parquet", None),                    # another file system
 ])
 def test_plans_locations_resolve_without_scheme_as_hudi_compares_them(base, location, relative):
     """`FSUtils.getRelativePartitionPath` compares a plan's file with the base path without its scheme;

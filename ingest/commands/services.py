@@ -69,7 +69,8 @@ def run_compact(args: argparse.Namespace) -> int:
 def run_clean(args: argparse.Namespace) -> int:
     results = services.clean(args.path, _settings(args), hudi_lock=hudi_lock(args))
     for r in results:
-        print(f"clean {r.instant}: {len(r.deleted)} file(s) deleted, {len(r.failed)} already gone")
+        print(f"clean {r.instant}: {len(r.deleted)} file(s) deleted, {len(r.failed)} not deleted (already gone, "
+              "or outside the table)")
     if not results:
         print("nothing to clean")
     return 0
