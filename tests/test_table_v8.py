@@ -393,6 +393,33 @@ def test_new_tables_merge_properties_pass_hudis_checks(tmp_path, version, payloa
                     "hoodie.compaction.payload.class"} & set(props)
 
 
+def test_settings_compare_as_hudi_reads_them():
+    """`HoodieTableConfig.getOrderingFields` reads a comma list (blanks aside), and Hudi 1.x records a
+    CustomKeyGenerator's partition fields in the writer's own spelling of the types."""
+    at9 = TableConfig({"hoodie.table.version": "9", "hoodie.table.type": "MERGE_ON_READ",
+                       "hoodie.table.ordering.fields": "ts"})
+    assert at9.conflicts_with({"hoodie.table.precombine.field": " ts"}) == []
+    assert at9.conflicts_with({"hoodie.table.precombine.field": "seq"})
+    at8 = TableConfig({"hoodie.table.version": "8", "hoodie.table.type": "MERGE_ON_READ",
+                       "hoodie.table.partition.fields": "region:simple,day:timestamp"})
+    assert at8.conflicts_with({"hoodie.table.partition.fields": "region:SIMPLE,day:TIMESTAMP"}) == []
+    assert at8.conflicts_with({"hoodie.table.partition.fields": "region,day"}) == []
+    assert at8.conflicts_with({"hoodie.table.partition.fields": "region:SIMPLE,day:SIMPLE"})
+
+
+def test_a_table_that_would_contradict_its_writer_is_refused_before_any_file(tmp_path):
+    """A new table whose properties would contradict the settings given is refused as a conflict, not
+    taken for one another writer created meanwhile, and leaves no `.hoodie` folder."""
+    from ingest.errors import TableConfigConflict
+    from ingest.hudi.config.table_version import TableVersion
+
+    settings = {"hoodie.table.name": "t", "hoodie.table.precombine.field": "ts",
+                "hoodie.record.merge.mode": "COMMIT_TIME_ORDERING"}
+    with pytest.raises(TableConfigConflict, match="hoodie.record.merge.mode"):
+        HudiTable.open_or_create(str(tmp_path / "t"), settings, version=TableVersion.of(9))
+    assert not (tmp_path / "t" / ".hoodie").exists()
+
+
 def test_a_writers_ordering_field_must_match_the_tables_at_9(tmp_path):
     """`HoodieWriterUtils.validateTableConfig` compares a writer's precombine field with the table's
     ordering fields (`hoodie.table.ordering.fields` at 9) and refuses a difference."""

@@ -49,7 +49,7 @@ DEFAULT_MERGER_STRATEGY = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
 EVENT_TIME_PAYLOADS = frozenset({
     DEFAULT_PAYLOAD,
     "org.apache.hudi.common.model.PartialUpdateAvroPayload",
-    "org.apache.hudi.common.model.EventTimeAvroPayload",
+    EVENT_TIME_PAYLOAD,
 })
 
 # Hudi 1.x's `HoodieRecordMerger` strategy ids (`hoodie.record.merge.strategy.id`, table version 8).
@@ -445,8 +445,10 @@ class TableConfig:
             if existing is None or value is None:
                 continue
             spec = member.value if member else ConfigKey(key)
-            if member is TableConfigKey.PARTITION_FIELDS and (":" in existing) != (":" in value):
-                existing, value = _untyped(existing), _untyped(value)  # one side records no types
+            if member is TableConfigKey.PRECOMBINE_FIELD:
+                existing, value = ",".join(_list(existing)), ",".join(_list(value))  # as a list from 8 on
+            elif member is TableConfigKey.PARTITION_FIELDS:
+                existing, value = _comparable_partition_fields(existing, value)
             if spec.normalize(existing) != spec.normalize(value):
                 out.append((key, existing, value))
         return out
@@ -469,9 +471,17 @@ class TableConfig:
             raise TableConfigConflict(table_path, conflicts)
 
 
-def _untyped(fields: str) -> str:
-    """Partition fields without a CustomKeyGenerator's `:TYPE` suffixes."""
-    return ",".join(f.split(":", 1)[0] for f in fields.split(","))
+def _comparable_partition_fields(a: str, b: str) -> tuple[str, str]:
+    """Two `hoodie.table.partition.fields` values as they can be compared: a CustomKeyGenerator's types
+    upper-cased (Hudi records the writer's own text, `region:simple`), and left out when one side
+    records none (version 6, or a table an earlier ingest created)."""
+    typed = ":" in a and ":" in b
+
+    def form(text: str) -> str:
+        fields = [f.partition(":") for f in _list(text)]
+        return ",".join(f"{n.strip()}:{t.strip().upper()}" if typed and t else n.strip() for n, _, t in fields)
+
+    return form(a), form(b)
 
 
 def _merge_properties(props: dict[str, str], version: TableVersion, payload_given: bool) -> None:
@@ -484,7 +494,7 @@ def _merge_properties(props: dict[str, str], version: TableVersion, payload_give
     merge mode describing it wholly (CASE 1, as Hudi 1.1's Spark SQL records it)."""
     ordering = props.get(TableConfigKey.PRECOMBINE_FIELD.key)
     payload = props[TableConfigKey.PAYLOAD_CLASS.key]
-    if payload not in (DEFAULT_PAYLOAD, OVERWRITE_WITH_LATEST_PAYLOAD, "org.apache.hudi.common.model.EventTimeAvroPayload"):
+    if payload not in BUILT_IN_PAYLOADS:
         raise UnsupportedTable(f"payload class {payload} has no merge mode to write at table version {version.number}")
     event_time = payload in EVENT_TIME_PAYLOADS
     mode = RecordMergeMode.EVENT_TIME_ORDERING if event_time else RecordMergeMode.COMMIT_TIME_ORDERING

@@ -31,6 +31,10 @@ SCHEMA_KEY = "schema"
 T = TypeVar("T")
 
 
+
+class _CreatedConcurrently(TableConfigConflict):
+    """Another writer created the table's properties between our look and our write."""
+
 @dataclass(frozen=True)
 class HudiTable:
     storage: Storage
@@ -75,7 +79,7 @@ class HudiTable:
         for folder in (METAFOLDER, *folders, AUX_FOLDER, TEMP_FOLDER):
             storage.makedirs(folder)
         if not storage.create(PROPERTIES_PATH, config.to_bytes()):
-            raise TableConfigConflict(url, [("hoodie.properties", "exists", "new table")])
+            raise _CreatedConcurrently(url, [("hoodie.properties", "exists", "new table")])
         return cls(storage, config)
 
     @classmethod
@@ -97,7 +101,7 @@ class HudiTable:
         except TableNotFound:
             try:
                 return cls.create(url, settings, schema, storage_options, version)
-            except TableConfigConflict:
+            except _CreatedConcurrently:
                 table = cls.open(url, storage_options)  # created concurrently: validate below
         table.config.check_supported(url, write=True)
         table.config.check_compatible(url, settings)
