@@ -134,6 +134,24 @@ def test_later_versions_compare_ordered_deletes_by_value(tmp_path, base_ts, bloc
     assert read(tmp_path, base_ts, blocks, event_time=True, deletes_in_log_order=False) == expected
 
 
+def test_a_base_rows_flag_is_read_as_it_is_when_no_log_version_meets_it(tmp_path):
+    """Hudi's readers merge a base file's row only with log versions of its own key; one that none
+    meets is returned from the base file as it is, whatever other keys' log records the slice holds."""
+    storage = Storage(str(tmp_path))
+    name = f"{FILE_ID}_0-1-1_{BASE_INSTANT}.parquet"
+    write_base_file(storage, name, pa.Table.from_pylist([row(BASE_INSTANT, 1, True)], schema=avro.avro_to_arrow(FULL)),
+                    FULL)
+    other = dict(row("20250101000000001", 2), **{avro.RECORD_KEY: "other", "id": "other"})
+    log = f".{FILE_ID}_{BASE_INSTANT}.log.1_0-1-1"
+    create_log_file(storage, log, [avro_data_block("20250101000000001", FULL, encode_avro_records([other], FULL))])
+    slice_ = FileSlice("", FILE_ID, BASE_INSTANT, BaseFile("", BaseFileName.parse(name), storage.size(name)),
+                       (LogFile("", LogFileName.parse(log), storage.size(log)),))
+    for deletes_in_log_order in (True, False):
+        ctx = ReadContext(storage, SCHEMA, frozenset({BASE_INSTANT, "20250101000000001"}), "ts", True,
+                          deletes_in_log_order=deletes_in_log_order)
+        assert sorted(r["id"] for r in read_slice(ctx, slice_).to_pylist()) == ["k", "other"]
+
+
 @pytest.mark.parametrize("deletes_in_log_order", [True, False])
 @pytest.mark.parametrize(("base_ts", "blocks", "expected"), [
     # A record flagged `_hoodie_is_deleted` inside a data block is a delete to Hudi's readers (0.x:

@@ -276,9 +276,10 @@ def bucket_ids(record_keys: pa.Array, hash_fields: Sequence[str], num_buckets: i
         hashes[plain] = _segment_hashes(data, starts[plain], ends[plain]) + np.uint32(31)
     if complex_rows.any():
         rows = np.flatnonzero(complex_rows)
-        cut, regular = _complex_key_hashes(data, starts[rows], ends[rows], colons, commas, hash_fields)
+        cut, regular = _complex_key_hashes(data, starts[rows], ends[rows], colons, commas, hash_fields,
+                                           with_regular=cut_1x)
         hashes[rows] = cut
-        if cut_1x and not regular.all():
+        if regular is not None and not regular.all():
             odd = rows[~regular]
             keys = record_keys.take(pa.array(odd)).to_pylist()
             hashes[odd] = [java_list_hash(hash_key_values_1x(k, hash_fields)) & _MASK32 for k in keys]
@@ -286,10 +287,11 @@ def bucket_ids(record_keys: pa.Array, hash_fields: Sequence[str], num_buckets: i
 
 
 def _complex_key_hashes(data: np.ndarray, key_starts: np.ndarray, key_ends: np.ndarray, colons: np.ndarray,
-                        commas: np.ndarray, hash_fields: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+                        commas: np.ndarray, hash_fields: Sequence[str],
+                        with_regular: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
     """`List.hashCode` of the hash values of complex keys (byte ranges), as `hash_key_values` cuts them;
-    and which keys are regular: every part holds exactly one `:` and some value is kept, the keys Hudi
-    1.x's cut reads the same way."""
+    and (`with_regular`) which keys are regular: every part holds exactly one `:` and some value is
+    kept, the keys Hudi 1.x's cut reads the same way."""
     n = len(key_starts)
     owner = np.searchsorted(key_starts, commas, side="right") - 1
     inside = owner >= 0
@@ -330,8 +332,10 @@ def _complex_key_hashes(data: np.ndarray, key_starts: np.ndarray, key_ends: np.n
         data, starts, ends, EMPTY_PLACEHOLDER.encode())
     element_hashes[placeholder & has_colon[kept]] = 0
     counts = np.bincount(part_owner[kept], minlength=n).astype(np.int64)
-    part_colons = np.searchsorted(colons, part_end) - np.searchsorted(colons, part_start)
-    regular = (np.bincount(part_owner[part_colons != 1], minlength=n) == 0) & (counts > 0)
+    regular = None
+    if with_regular:
+        part_colons = np.searchsorted(colons, part_end) - np.searchsorted(colons, part_start)
+        regular = (np.bincount(part_owner[part_colons != 1], minlength=n) == 0) & (counts > 0)
     return _list_hashes(element_hashes, counts), regular
 
 

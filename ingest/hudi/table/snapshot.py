@@ -17,7 +17,7 @@ At version 6 (`TableVersion.deletes_fold_in_log_order`) the log versions merge a
 0.14/0.15's log scanner merges them, and their survivor then meets the base file's row: a surviving
 delete removes it whatever its value. A key with a delete that carries an ordering value (Hudi writes one
 for `_hoodie_is_deleted`) is merged version by version in log order. A record flagged
-`_hoodie_is_deleted` that wins is a delete, at every version.
+`_hoodie_is_deleted` in a log that wins is a delete, at every version.
 
 Tables written by ingest keep every key's history monotonic (see `ingest.write.resolve`), so on them
 these rules, Hudi's Java payloads and hudi-rs all give the same rows.
@@ -270,9 +270,12 @@ def read_slice(ctx: ReadContext, slice_: FileSlice) -> pa.Table:
         winners = pcb.precombine(versions, ordering if ctx.event_time else None, global_scope=True)
     live = winners.filter(pc.invert(winners.column(pcb.DELETE)))
     if avro.IS_DELETED in schema.names:
-        # A record flagged deleted that wins is a delete (the payloads' `isDeleteRecord`, 1.x's
+        # A log record flagged deleted that wins is a delete (the payloads' `isDeleteRecord`, 1.x's
         # `FileGroupRecordBuffer.isBuiltInDeleteRecord`); writers put such records in delete blocks.
-        live = live.filter(pc.invert(pc.fill_null(live.column(avro.IS_DELETED), False)))
+        # A base file's row no log version meets is read as it is, as Hudi's readers read it.
+        flagged = pc.and_(pc.fill_null(live.column(avro.IS_DELETED), False),
+                          pc.greater_equal(live.column(pcb.ORDER), offset))
+        live = live.filter(pc.invert(flagged))
     return live.select(schema.names)
 
 
