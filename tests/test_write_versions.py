@@ -372,6 +372,37 @@ def test_bucket_of_a_key_holding_a_colon_is_the_one_hudi_of_that_version_compute
     assert [placed[k] for k in keys] == buckets
 
 
+def test_inspect_table_finds_keys_an_earlier_release_left_outside_their_bucket(tmp_path, monkeypatch, capsys):
+    """A version-9 bucket table written with 0.14/0.15's cut (as ingest did before it followed Hudi 1.x)
+    holds `order:1..3` in bucket 1, where `HoodieSimpleBucketIndex` at 1.x never looks for them
+    (`bucketIdFromFileId` of their file group against `BucketIdentifier.getBucketId`): `inspect table`
+    counts and names them. A table written as Hudi 1.x hashes has none."""
+    import dataclasses
+
+    from ingest import cli
+    from ingest.hudi.config import table_version
+    from ingest.hudi.table import bucket_placement
+
+    def write(path: Path) -> None:
+        LocalWriter(WriteOptions(
+            table_path=str(path), table_name="t",
+            hudi={"hoodie.datasource.write.recordkey.field": "uuid", "hoodie.datasource.write.partitionpath.field": "",
+                  "hoodie.datasource.write.precombine.field": "ts", "hoodie.write.table.version": "9"},
+            index=IndexOptions(type=IndexType.BUCKET, bucket_count=8),
+        )).write(pa.table({"uuid": ["order:1", "order:2", "order:3", "plain"], "ts": pa.array([1] * 4, pa.int64())}))
+
+    write(tmp_path / "now")
+    assert bucket_placement.check(HudiTable.open(str(tmp_path / "now"))).misplaced == 0
+    with monkeypatch.context() as m:
+        m.setitem(table_version._VERSIONS, 9, dataclasses.replace(table_version.V9, bucket_keys_cut_1x=False))
+        write(tmp_path / "before")
+    placement = bucket_placement.check(HudiTable.open(str(tmp_path / "before")))
+    assert (placement.keys, placement.misplaced) == (4, 3)
+    assert sorted(placement.examples) == [("order:1", 1, 4), ("order:2", 1, 5), ("order:3", 1, 6)]
+    assert cli.main(["inspect", "table", str(tmp_path / "before")]) == 0
+    assert "3 of 4 keys sit outside the file group of their bucket" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(("version", "recorded"), [(6, "region,ts"), (8, "region:SIMPLE,ts:TIMESTAMP"),
                                                   (9, "region:SIMPLE,ts:TIMESTAMP")])
 def test_custom_key_generators_partition_fields_are_recorded_as_hudi_of_that_version_records_them(

@@ -241,7 +241,8 @@ def register_table(subparsers: argparse._SubParsersAction) -> None:
         "table",
         help="print a table's properties, timeline, pending services and file groups",
         description="Print a Hudi table's properties, timeline (instant, action, state), pending table "
-                    "services, partitions, and file groups with their file slices.",
+                    "services, partitions, and file groups with their file slices; on a bucket-indexed "
+                    "table, warn of keys held outside their bucket's file group.",
     )
     add_path(parser)
     parser.add_argument("--json", action="store_true", help="one JSON object")
@@ -250,7 +251,7 @@ def register_table(subparsers: argparse._SubParsersAction) -> None:
 
 def table_report(path: str) -> dict[str, Any]:
     """Everything `inspect table` shows, as plain data."""
-    from ingest.hudi.table import snapshot
+    from ingest.hudi.table import bucket_placement, snapshot
     from ingest.hudi.table.table import HudiTable
     from ingest.services import pending_services
 
@@ -279,6 +280,7 @@ def table_report(path: str) -> dict[str, Any]:
         "partitions": list(view.partitions),
         "file_groups": groups,
         "corrupt_blocks": corrupt,
+        "bucket_placement": placement.__dict__ if (placement := bucket_placement.check(table)) else None,
     }
 
 
@@ -288,6 +290,12 @@ def run_table(args: argparse.Namespace) -> int:
     report = table_report(args.path)
     for block in report["corrupt_blocks"]:
         print(f"ingest: warning: {CorruptBlock(**block).describe()}", file=sys.stderr)
+    placement = report["bucket_placement"]
+    if placement and placement["misplaced"]:
+        shown = ", ".join(f"{k!r} in bucket {held}, hashed to {want}" for k, held, want in placement["examples"])
+        print(f"ingest: warning: {placement['misplaced']} of {placement['keys']} keys sit outside the file group "
+              f"of their bucket, where Hudi's writers (and ingest) look for them, so their next write would "
+              f"duplicate them ({shown}); rewrite the table", file=sys.stderr)
     out = sys.stdout
     if args.json:
         out.write(json.dumps(json_safe(report), ensure_ascii=False) + "\n")
