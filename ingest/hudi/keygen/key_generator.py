@@ -361,7 +361,6 @@ class KeyGeneratorSpec:
     timestamp: TimestampPartitionFormat | None
     jvm_zone: str
     record_key_config: str  # raw values Hudi stores in hoodie.properties
-    partition_config: str
     persisted_timestamp_config: tuple[tuple[str, str], ...]
 
     @classmethod
@@ -412,9 +411,6 @@ class KeyGeneratorSpec:
         persisted = ()
         if kind is KeyGeneratorType.TIMESTAMP:
             persisted = tuple((k, config[k]) for k in PERSISTED_TIMESTAMP_KEYS if k in config)
-        # The field names as ingest reads them: Hudi records the raw value, whose blanks Spark's
-        # `HoodieTableConfig.getPartitionFields` keeps, and then cannot find those columns.
-        partition_config = ",".join(f.name for f in partition_fields)
         if kind in (KeyGeneratorType.SIMPLE, KeyGeneratorType.TIMESTAMP):
             plain = True
         elif kind is KeyGeneratorType.COMPLEX:
@@ -435,7 +431,6 @@ class KeyGeneratorSpec:
             timestamp=timestamp,
             jvm_zone=joda_zone(jvm_timezone, "JVM default time zone"),
             record_key_config=record_key,
-            partition_config=partition_config,
             persisted_timestamp_config=persisted,
         )
 
@@ -478,6 +473,12 @@ class KeyGeneratorSpec:
         """Folder levels of every partition path (the `partitionDepth` of partition metadata)."""
         return sum(self.timestamp.depth(self.urlencode) if f.timestamp and self.timestamp else 1
                    for f in self.partition_fields)
+
+    @property
+    def partition_config(self) -> str:
+        """The partition field names as ingest reads them. Hudi records the raw value, whose blanks Spark's
+        `HoodieTableConfig.getPartitionFields` keeps, and then cannot find those columns."""
+        return ",".join(f.name for f in self.partition_fields)
 
     @property
     def typed_partition_config(self) -> str:
