@@ -145,6 +145,12 @@ class Storage:
         prefix = root.rstrip("/") + "/"
         return full[len(prefix):] or None if full.startswith(prefix) else None
 
+    def resolve_locations(self, locations: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(the table-relative paths of the locations inside the table, the locations outside it)."""
+        resolved = [(location, self.relative(location)) for location in locations]
+        return (tuple(r for _, r in resolved if r is not None),
+                tuple(location for location, r in resolved if r is None))
+
     def _rel(self, full: str) -> str:
         full = full.rstrip("/")
         prefix = self.root.rstrip("/") + "/"

@@ -117,11 +117,9 @@ class CleanerPlan:
         files: dict[str, tuple[str, ...]] = {}
         outside: dict[str, tuple[str, ...]] = {}
         for p, infos in (d.get("filePathsToBeDeletedPerPartition") or {}).items():
-            named = [f["filePath"] for f in infos if f.get("filePath")]
-            resolved = [storage.relative(u) for u in named]
-            files[p] = tuple(r for r in resolved if r is not None)
-            if None in resolved:
-                outside[p] = tuple(u for u, r in zip(named, resolved, strict=True) if r is None)
+            files[p], elsewhere = storage.resolve_locations([f["filePath"] for f in infos if f.get("filePath")])
+            if elsewhere:
+                outside[p] = elsewhere
         if not files and d.get("filesToBeDeletedPerPartition"):  # version 1: file names per partition
             files = {
                 p: tuple(posixpath.join(p, n) if p else n for n in names)

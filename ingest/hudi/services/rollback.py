@@ -77,15 +77,14 @@ class RollbackRequest:
 
     @classmethod
     def from_avro(cls, storage: Storage, d: dict) -> RollbackRequest:
-        named = d.get("filesToBeDeleted") or []
-        resolved = [storage.relative(u) for u in named]
+        inside, outside = storage.resolve_locations(d.get("filesToBeDeleted") or [])
         return cls(
             partition_path=d["partitionPath"],
             file_id=d.get("fileId") or "",
             latest_base_instant=d.get("latestBaseInstant") or "",
-            files_to_delete=tuple(r for r in resolved if r is not None),
+            files_to_delete=inside,
             log_blocks_to_delete=tuple((k, int(v)) for k, v in (d.get("logBlocksToBeDeleted") or {}).items()),
-            outside=tuple(u for u, r in zip(named, resolved, strict=True) if r is None),
+            outside=outside,
         )
 
 
