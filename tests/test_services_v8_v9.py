@@ -394,7 +394,7 @@ def test_inline_services_compact_clean_and_archive(tmp_path, version, caplog):
     timeline = w.table.timeline()
     assert not archived & {i.timestamp for i in timeline}
     for instant in timeline:
-        names = timeline.files_of(instant.timestamp)
+        names = timeline.files_of(instant)
         assert instant.state is not State.COMPLETED or any("_" in n for n in names), names
     rows_match(w)
     hudi_invariants.check(w.path, bucket_index=True)

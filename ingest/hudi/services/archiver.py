@@ -247,12 +247,12 @@ def archived_entry(storage: Storage, file_name: str, zone: str) -> dict:
     return entry
 
 
-def _ordered_files(timeline: Timeline, timestamp: str) -> list[str]:
+def _ordered_files(timeline: Timeline, instant: Instant) -> list[str]:
     """An instant's files: requested, inflight, completed."""
     def rank(name: str) -> int:
         parsed = Instant.parse(name)
         return parsed.state.rank if parsed else 3
-    return sorted(timeline.files_of(timestamp), key=rank)
+    return sorted(timeline.files_of(instant), key=rank)
 
 
 def _entry_key(entry: Mapping) -> tuple:
@@ -340,7 +340,7 @@ def archive(table: HudiTable, settings: ServiceSettings, *, fence: Callable[[], 
         log.info("archived %d instants (%s .. %s) into the LSM history (%s)", len(instants), instants[0].timestamp,
                  instants[-1].timestamp, path)
         return ArchiveResult(tuple(i.timestamp for i in instants), path, written)
-    files = [(i, name) for i in instants for name in _ordered_files(timeline, i.timestamp)]
+    files = [(i, name) for i in instants for name in _ordered_files(timeline, i)]
     existing = archive_files(storage)
     already = {_entry_key(e) for e in read_archive_file(storage, existing[-1][1])} if existing else set()
     entries = [archived_entry(storage, name, timeline.zone) for _, name in files]

@@ -95,9 +95,9 @@ def archive_into_history(storage: Storage, timeline: Timeline, instants: Sequenc
         rows = []
         for instant in fresh:
             markers.delete_all(storage, instant.timestamp)  # TimelineArchiverV2.deleteAnyLeftOverMarkers
-            rows.append(lsm_instant(storage, layout, timeline.files_of(instant.timestamp)))
+            rows.append(lsm_instant(storage, layout, timeline.files_of(instant)))
         written = history.write(rows)
-    files = [(name, layout.parse(name)) for i in instants for name in timeline.files_of(i.timestamp)]
+    files = [(name, layout.parse(name)) for i in instants for name in timeline.files_of(i)]
     pending = [name for name, parsed in files if parsed is not None and not parsed.is_completed]
     completed = [name for name, parsed in files if parsed is not None and parsed.is_completed]
     for n, name in enumerate(pending + completed):

@@ -57,6 +57,18 @@ WRITE_ACTIONS = frozenset({
     Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION, Action.CLUSTERING,
 })
 
+# Hudi's `HoodieInstant.getComparableAction` (`COMPARABLE_ACTIONS`): the action an instant completes as where
+# its requested action differs, so a listing's files group into instants by time and comparable action.
+COMPLETED_AS = {
+    Action.COMPACTION: Action.COMMIT,
+    Action.LOG_COMPACTION: Action.DELTA_COMMIT,
+    Action.CLUSTERING: Action.REPLACE_COMMIT,  # layout 2 only
+}
+
+
+def comparable_action(action: Action) -> Action:
+    return COMPLETED_AS.get(action, action)
+
 
 @dataclass(frozen=True, order=True)
 class Instant:

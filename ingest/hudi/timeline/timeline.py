@@ -29,6 +29,7 @@ from ingest.hudi.timeline.instant import (
     Instant,
     InstantTimeGenerator,
     State,
+    comparable_action,
     format_instant,
     instant_after,
 )
@@ -111,17 +112,19 @@ class Timeline:
     @classmethod
     def from_file_names(cls, names: Iterable[str], layout: TimelineLayout = LAYOUT_1, zone: str = UTC,
                         version: TableVersion = DEFAULT_WRITE_VERSION) -> Timeline:
-        by_ts: dict[str, list[Instant]] = {}
+        """One instant per time and action family, as Hudi groups a listing (`HoodieInstant.getComparableAction`):
+        a savepoint shares its commit's time and is an instant of its own; a compaction's `.commit`, a log
+        compaction's `.deltacommit` and a clustering's `.replacecommit` complete the instant they requested."""
+        by_key: dict[tuple[str, Action], list[Instant]] = {}
         files = set()
         for name in names:
             instant = layout.parse(name)
             if instant is None:
                 continue
             files.add(name)
-            by_ts.setdefault(instant.timestamp, []).append(instant)
+            by_key.setdefault((instant.timestamp, comparable_action(instant.action)), []).append(instant)
         merged = []
-        for ts in sorted(by_ts):
-            found = by_ts[ts]
+        for (ts, _), found in sorted(by_key.items(), key=lambda kv: (kv[0][0], kv[0][1] is Action.SAVEPOINT)):
             state = max((i.state for i in found), key=lambda s: s.rank)
             # A completed compaction is a `.commit` next to its `.compaction.*` files: keep the action
             # that was requested so the timeline knows it is a compaction.
@@ -140,6 +143,7 @@ class Timeline:
         return len(self.instants)
 
     def get(self, timestamp: str) -> Instant | None:
+        """The instant of a time; where a savepoint shares it, the commit it saved (listed first)."""
         for instant in self.instants:
             if instant.timestamp == timestamp:
                 return instant
@@ -202,9 +206,12 @@ class Timeline:
         latest = max((t for i in self.instants for t in (i.timestamp, i.completion_time) if t), default=None)
         return InstantTimeGenerator.new(after=latest, zone=self.zone)
 
-    def files_of(self, timestamp: str) -> list[str]:
-        """Every timeline file of one instant time (requested, inflight, completed)."""
-        return sorted(f for f in self.files if f.startswith((f"{timestamp}.", f"{timestamp}_")))
+    def files_of(self, instant: Instant) -> list[str]:
+        """Every timeline file of one instant (requested, inflight, completed), not those of another
+        action at the same time (a savepoint's beside its commit's)."""
+        family = comparable_action(instant.action)
+        return sorted(f for f in self.files if f.startswith((f"{instant.timestamp}.", f"{instant.timestamp}_"))
+                      and comparable_action(self.layout.parse(f).action) is family)
 
 
 # -- transitions ------------------------------------------------------------------------------
@@ -262,5 +269,7 @@ def remove_pending(storage: Storage, timeline: Timeline, timestamp: str) -> None
         raise TimelineError(f"instant {timestamp} is completed; it is rolled back, not removed")
     # Inflight first, then requested: a crash in between leaves a requested instant, which the next
     # writer rolls back again (a no-op) rather than an inflight one without its request.
-    for name in sorted(timeline.files_of(timestamp), key=lambda n: n.endswith(".requested")):
+    if instant is None:
+        return
+    for name in sorted(timeline.files_of(instant), key=lambda n: n.endswith(".requested")):
         storage.delete(f"{timeline.layout.folder}/{name}")

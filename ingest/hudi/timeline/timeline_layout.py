@@ -25,17 +25,9 @@ from dataclasses import dataclass
 
 from ingest.errors import UnsupportedTable
 from ingest.hudi.config.table_config import TableConfig, TableConfigKey
-from ingest.hudi.timeline.instant import Action, Instant, State
+from ingest.hudi.timeline.instant import Instant, State, comparable_action
 
 METAFOLDER = ".hoodie"
-
-# Layout 2: the action a completed instant's file is named with, where it differs from the action.
-_COMPLETED_AS = {
-    Action.COMPACTION: Action.COMMIT,
-    Action.LOG_COMPACTION: Action.DELTA_COMMIT,
-    Action.CLUSTERING: Action.REPLACE_COMMIT,
-}
-
 
 @dataclass(frozen=True)
 class TimelineLayout:
@@ -68,7 +60,7 @@ class TimelineLayout:
         """The name of the file an instant (in its state) is stored as."""
         if not self.has_completion_times or not instant.is_completed:
             return instant.file_name
-        action = _COMPLETED_AS.get(instant.action, instant.action).value
+        action = comparable_action(instant.action).value
         if instant.completion_time is None:
             return f"{instant.timestamp}.{action}"  # legacy instant
         return f"{instant.timestamp}_{instant.completion_time}.{action}"

@@ -1,0 +1,125 @@
+"""Savepoints and restores that Hudi's tools leave on a table (`hudi-cli savepoint create`, `call
+create_savepoint`, `rollback_to_savepoint`): the timeline keeps a savepoint beside the commit it saved,
+the cleaner never deletes a file it names, archival stops at it, and nothing is written while a restore
+is pending. Hudi's `SavepointActionExecutor` cannot run here; `savepoint` below writes what it writes."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from service_tables import ModelWriter, our_rows, random_batch
+
+from ingest.hudi.avro import avro_models
+from ingest.hudi.config.service_settings import (
+    CleanerPolicy,
+    CleanSettings,
+    CompactionSettings,
+    ServiceSettings,
+)
+from ingest.hudi.services import archiver, compaction
+from ingest.hudi.table.table import HudiTable
+from ingest.hudi.timeline.instant import Action, Instant, State
+from ingest.hudi.timeline.timeline import Timeline, complete, read_instant
+from ingest.hudi.timeline.timeline_layout import LAYOUT_1, TimelineLayout
+
+# Hudi's `HoodieRestorePlan.avsc`, as `RestorePlanActionExecutor` writes it to `<t>.restore.requested`.
+RESTORE_PLAN = {"type": "record", "name": "HoodieRestorePlan", "namespace": "org.apache.hudi.avro.model", "fields": [
+    {"name": "instantsToRollback", "default": [], "type": {"type": "array", "items": {
+        "type": "record", "name": "HoodieInstantInfo", "fields": [
+            {"name": "commitTime", "type": "string"}, {"name": "action", "type": "string"}]}}},
+    {"name": "version", "type": ["int", "null"], "default": 1},
+    {"name": "savepointToRestoreTimestamp", "type": ["null", "string"], "default": None},
+]}
+CLEAN = CleanSettings(policy=CleanerPolicy.KEEP_LATEST_COMMITS, commits_retained=2)
+
+
+def savepoint(table: HudiTable, timestamp: str) -> set[str]:
+    """What `SavepointActionExecutor.execute` leaves for a completed commit `timestamp`: an empty
+    `<t>.savepoint.inflight`, then the completed savepoint, a `HoodieSavepointMetadata` naming per partition
+    the base and log files of every latest slice as of `t` (`getLatestFileSlicesBeforeOrOn`, file names).
+    Returns their paths in the table."""
+    timeline = table.timeline()
+    assert timeline.is_completed(timestamp)
+    partitions: dict[str, list[str]] = {}
+    paths = set()
+    for s in table.view(timeline).latest_file_slices(as_of=timestamp):
+        files = ([s.base_file] if s.base_file else []) + list(s.log_files)
+        partitions.setdefault(s.partition_path, []).extend(f.name.name for f in files)
+        paths.update(f.path for f in files)
+    inflight = Instant(timestamp, Action.SAVEPOINT, State.INFLIGHT)
+    table.storage.write(timeline.layout.path(inflight), b"")
+    complete(table.storage, inflight, avro_models.serialize(avro_models.SAVEPOINT_METADATA, {
+        "savepointedBy": "hudi", "savepointedAt": 1_700_000_000_000, "comments": "before the backfill",
+        "partitionMetadata": {p: {"partitionPath": p, "savepointDataFile": names} for p, names in partitions.items()},
+        "version": 1,
+    }), timeline=timeline)
+    return paths
+
+
+def delete_savepoint(table: HudiTable, timestamp: str) -> None:
+    """`SavepointHelpers.deleteSavepoint`: the completed and the inflight savepoint files go."""
+    timeline = table.timeline()
+    (instant,) = [i for i in timeline.completed(Action.SAVEPOINT) if i.timestamp == timestamp]
+    for name in timeline.files_of(instant):
+        table.storage.delete(f"{timeline.layout.folder}/{name}")
+
+
+def grow(w: ModelWriter, rng: random.Random, start: int, n: int, every: int = 3) -> None:
+    for i in range(start, start + n):
+        w.write(random_batch(rng, i, keys=8, size=6))
+        if (i + 1) % every == 0:
+            compaction.execute(w.table, compaction.schedule(w.table, CompactionSettings(), force=True))
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_a_savepoint_is_an_instant_of_its_own_beside_its_commit(reverse):
+    """Hudi groups a listing by time and comparable action (`HoodieInstant.getComparableAction`,
+    `COMPARABLE_ACTIONS`: compaction -> commit, logcompaction -> deltacommit), and a savepoint always shares
+    its commit's time (`SavepointActionExecutor`: "Could not savepoint non-existing commit"). Whatever
+    order the storage lists them in, both are instants: the commit stays a completed write."""
+    names = ["100.deltacommit.requested", "100.deltacommit.inflight", "100.deltacommit",
+             "100.savepoint.inflight", "100.savepoint",
+             "200.compaction.requested", "200.compaction.inflight", "200.commit",
+             "300.logcompaction.requested", "300.logcompaction.inflight", "300.deltacommit"]
+    timeline = Timeline.from_file_names(reversed(names) if reverse else names)
+    assert [(i.timestamp, i.action, i.state) for i in timeline] == [
+        ("100", Action.DELTA_COMMIT, State.COMPLETED), ("100", Action.SAVEPOINT, State.COMPLETED),
+        ("200", Action.COMPACTION, State.COMPLETED), ("300", Action.LOG_COMPACTION, State.COMPLETED)]
+    assert "100" in timeline.completed_write_timestamps()
+    assert timeline.get("100").action is Action.DELTA_COMMIT
+    assert timeline.files_of(timeline.completed(Action.SAVEPOINT)[0]) == ["100.savepoint", "100.savepoint.inflight"]
+    assert timeline.files_of(timeline.get("100")) == [
+        "100.deltacommit", "100.deltacommit.inflight", "100.deltacommit.requested"]
+
+    layout2 = TimelineLayout(2, ".hoodie/timeline")
+    names2 = ["100.deltacommit.requested", "100.deltacommit.inflight", "100_150.deltacommit",
+              "100.savepoint.inflight", "100_400.savepoint"]
+    timeline2 = Timeline.from_file_names(reversed(names2) if reverse else names2, layout2)
+    assert [(i.action, i.completion_time) for i in timeline2] == [
+        (Action.DELTA_COMMIT, "150"), (Action.SAVEPOINT, "400")]
+    assert LAYOUT_1.parse("100.savepoint") == Instant("100", Action.SAVEPOINT, State.COMPLETED)
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_archival_stops_at_the_first_savepoint(tmp_path, version):
+    """`HoodieTimelineArchiver.getCommitInstantsToArchive` (1.x `TimelineArchiverV2`), by default
+    (`hoodie.archive.beyond.savepoint=false`): "stop at first savepoint commit". The savepoint and the
+    commit it saved stay on the active timeline, as `rollback_to_savepoint` needs them."""
+    rng = random.Random(5)
+    w = ModelWriter(tmp_path / "t", version=version)
+    grow(w, rng, 0, 3)
+    saved_at = w.write(random_batch(rng, 3, keys=8, size=6))
+    savepoint(w.table, saved_at)
+    grow(w, rng, 4, 12)
+    settings = ServiceSettings.from_mapping({"hoodie.cleaner.commits.retained": "2", "hoodie.keep.min.commits": "4",
+                                             "hoodie.keep.max.commits": "6"})
+    result = archiver.archive(w.table, settings)
+    assert result.archived and max(result.archived) < saved_at
+    timeline = w.table.timeline()
+    assert [i.timestamp for i in timeline.completed(Action.SAVEPOINT)] == [saved_at]
+    assert timeline.get(saved_at).action is Action.DELTA_COMMIT and timeline.is_completed(saved_at)
+    read_instant(w.table.storage, timeline.completed(Action.SAVEPOINT)[0], timeline.layout)
+    assert our_rows(w.path) == w.expected()
+
+
