@@ -151,7 +151,7 @@ def test_incremental_cleaning_looks_only_at_partitions_written_since(tmp_path):
         one_partition_round(n)
     timeline = w.table.timeline()
     ectr = cleaner.earliest_commit_to_retain(timeline, settings)
-    parts = cleaner._partitions_to_clean(w.table, timeline, settings, ectr)
+    parts = cleaner._partitions_to_clean(w.table, timeline, settings, ectr, tracked=())
     assert parts == [f"city={only}"]
     plan = cleaner.plan_clean(w.table, timeline, settings)
     assert set(plan.files) <= {f"city={only}"}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from service_tables import ModelWriter, our_rows, random_batch
+from service_tables import ModelWriter, data_files, hudi_rs_rows, our_rows, random_batch
 
 from ingest.hudi.avro import avro_models
 from ingest.hudi.config.service_settings import (
@@ -17,20 +17,12 @@ from ingest.hudi.config.service_settings import (
     CompactionSettings,
     ServiceSettings,
 )
-from ingest.hudi.services import archiver, compaction
+from ingest.hudi.services import archiver, cleaner, compaction
 from ingest.hudi.table.table import HudiTable
 from ingest.hudi.timeline.instant import Action, Instant, State
 from ingest.hudi.timeline.timeline import Timeline, complete, read_instant
 from ingest.hudi.timeline.timeline_layout import LAYOUT_1, TimelineLayout
 
-# Hudi's `HoodieRestorePlan.avsc`, as `RestorePlanActionExecutor` writes it to `<t>.restore.requested`.
-RESTORE_PLAN = {"type": "record", "name": "HoodieRestorePlan", "namespace": "org.apache.hudi.avro.model", "fields": [
-    {"name": "instantsToRollback", "default": [], "type": {"type": "array", "items": {
-        "type": "record", "name": "HoodieInstantInfo", "fields": [
-            {"name": "commitTime", "type": "string"}, {"name": "action", "type": "string"}]}}},
-    {"name": "version", "type": ["int", "null"], "default": 1},
-    {"name": "savepointToRestoreTimestamp", "type": ["null", "string"], "default": None},
-]}
 CLEAN = CleanSettings(policy=CleanerPolicy.KEEP_LATEST_COMMITS, commits_retained=2)
 
 
@@ -99,6 +91,53 @@ def test_a_savepoint_is_an_instant_of_its_own_beside_its_commit(reverse):
     assert [(i.action, i.completion_time) for i in timeline2] == [
         (Action.DELTA_COMMIT, "150"), (Action.SAVEPOINT, "400")]
     assert LAYOUT_1.parse("100.savepoint") == Instant("100", Action.SAVEPOINT, State.COMPLETED)
+
+
+@pytest.mark.parametrize("version", [6, 8, 9])
+def test_the_cleaner_never_deletes_a_file_a_savepoint_names(tmp_path, version):
+    """`CleanPlanner.getFilesToCleanKeepingLatestCommits` / `...KeepingLatestVersions`: "do not clean up a
+    savepoint data file" (`isFileSliceExistInSavepointedFiles`: its base file or any of its log files). The
+    plan records the savepoints it kept (`CleanPlanActionExecutor.prepareExtraMetadata`,
+    `savepointed_timestamps`); once the savepoint is deleted, the next clean plans every partition
+    (`CleanPlanner.isAnySavepointDeleted`) and the files go."""
+    rng = random.Random(3)
+    w = ModelWriter(tmp_path / "t", version=version)
+    grow(w, rng, 0, 4)
+    saved_at = w.write(random_batch(rng, 4, keys=8, size=6))
+    kept = savepoint(w.table, saved_at)
+    grow(w, rng, 5, 10)
+    assert kept <= data_files(w.path)
+
+    results = cleaner.clean(w.table, CLEAN, force=True)
+    assert results and results[0].deleted  # the clean ran and deleted older slices
+    assert kept <= data_files(w.path)
+    plan = cleaner.read_plan(w.table, results[0].instant)
+    assert plan.extra_metadata == {"savepointed_timestamps": saved_at}
+    # An older slice that no savepoint names does go: the savepoint kept exactly its own.
+    assert not any(f in kept for f in results[0].deleted)
+    assert our_rows(w.path) == w.expected()
+    assert sorted(hudi_rs_rows(w.path)) == sorted(w.expected())
+
+    delete_savepoint(w.table, saved_at)
+    # No commit since: an incremental clean would look at no partition at all.
+    (after,) = cleaner.clean(w.table, CLEAN, force=True)
+    latest = {p for s in w.table.view().latest_file_slices() for p in s.paths}
+    assert kept - latest and kept - latest <= set(after.deleted)  # with the slices' later log files
+    assert cleaner.read_plan(w.table, after.instant).extra_metadata == ({} if version >= 8 else None)
+    assert our_rows(w.path) == w.expected()
+
+
+def test_keep_latest_file_versions_keeps_savepointed_slices_too(tmp_path):
+    """`getFilesToCleanKeepingLatestVersions`: past the retained versions, a savepointed slice stays."""
+    rng = random.Random(4)
+    w = ModelWriter(tmp_path / "t")
+    grow(w, rng, 0, 3)
+    kept = savepoint(w.table, w.write(random_batch(rng, 3, keys=8, size=6)))
+    grow(w, rng, 4, 9)
+    (result,) = cleaner.clean(w.table, CleanSettings(policy=CleanerPolicy.KEEP_LATEST_FILE_VERSIONS,
+                                                     file_versions_retained=1), force=True)
+    assert result.deleted and kept <= data_files(w.path)
+    assert our_rows(w.path) == w.expected()
 
 
 @pytest.mark.parametrize("version", [6, 8])

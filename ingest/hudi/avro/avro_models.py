@@ -277,6 +277,7 @@ SAVEPOINT_METADATA: dict[str, Any] = _record("HoodieSavepointMetadata", [
         _field("partitionPath", "string"),
         _field("savepointDataFile", _STRINGS),
     ])}),
+    dict(_VERSION),
 ])
 
 REPLACE_COMMIT_METADATA: dict[str, Any] = _record("HoodieReplaceCommitMetadata", [

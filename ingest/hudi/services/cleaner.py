@@ -14,9 +14,12 @@ Under both, file groups a completed replacecommit (insert overwrite, clustering)
 once it is older than the earliest commit to retain (every one under KEEP_LATEST_FILE_VERSIONS), listed in
 the plan and metadata like any other file (`CleanPlanner.getReplacedFilesEligibleToClean`); until then the
 archiver keeps the replacecommit, which is what tells readers they are replaced. Slices a pending compaction needs (its planned slice and the one it opened) stay, and the
-latest slice of every group (where writes append) is never deleted. With incremental mode (Hudi's
-default) only partitions written since the previous clean's horizon are listed, so a clean costs what
-changed, not the table's size.
+latest slice of every group (where writes append) is never deleted. Nor is a slice a savepoint names
+(any of its base or log files, `CleanPlanner.isFileSliceExistInSavepointedFiles`), replaced or not: a
+restore to that savepoint reads it. With incremental mode (Hudi's default) only partitions written since
+the previous clean's horizon are listed, so a clean costs what changed, not the table's size; the plan
+records the savepoints it kept (`savepointed_timestamps`), and once one of them is gone the next clean
+looks at every partition, as 1.x's `CleanPlanner` does (0.15 looks at the removed savepoint's partitions).
 
 Protocol (`CleanPlanActionExecutor`, `CleanActionExecutor`): a plan with files to delete is written as
 `<t>.clean.requested` (`HoodieCleanerPlan`); `<t>.clean.inflight` repeats it; files are deleted; then
@@ -56,6 +59,7 @@ PLAN_VERSION = 2        # CleanPlanner.LATEST_CLEAN_PLAN_VERSION
 METADATA_VERSION = 2    # CleanerUtils.LATEST_CLEAN_METADATA_VERSION
 COMMIT_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION)
 REPLACE_ACTIONS = (Action.REPLACE_COMMIT, Action.CLUSTERING)  # a 1.x clustering completes as a replacecommit
+SAVEPOINTED_TIMESTAMPS = "savepointed_timestamps"  # CleanerUtils.SAVEPOINTED_TIMESTAMPS, in a plan's extraMetadata
 
 
 @dataclass(frozen=True)
@@ -189,7 +193,7 @@ def _partitions_since(table: HudiTable, timeline: Timeline, start: str, end: str
 
 
 def _partitions_to_clean(table: HudiTable, timeline: Timeline, settings: CleanSettings,
-                         ectr: Instant | None) -> list[str] | None:
+                         ectr: Instant | None, tracked: tuple[str, ...]) -> list[str] | None:
     """Partitions to look at; None for every partition, [] for none (too few commits to clean)."""
     if settings.policy is CleanerPolicy.KEEP_LATEST_FILE_VERSIONS:
         return None
@@ -198,9 +202,12 @@ def _partitions_to_clean(table: HudiTable, timeline: Timeline, settings: CleanSe
     last_clean = timeline.last_completed(Action.CLEAN)
     if settings.incremental and last_clean is not None:
         data = read_instant(table.storage, last_clean, timeline.layout)
-        previous = avro_models.deserialize(data, avro_models.CLEAN_METADATA).get("earliestCommitToRetain") if data else ""
+        metadata = avro_models.deserialize(data, avro_models.CLEAN_METADATA) if data else {}
+        previous = metadata.get("earliestCommitToRetain")
         first = timeline.first_write_timestamp
         if previous and first is not None and previous >= first:
+            if _savepoint_removed(metadata.get("extraMetadata"), tracked):
+                return None  # what it kept may go now, in partitions written long ago
             return _partitions_since(table, timeline, previous, ectr.timestamp)
     return None
 
@@ -209,19 +216,61 @@ def _slice_files(slice_: FileSlice) -> list[str]:
     return ([slice_.base_file.path] if slice_.base_file else []) + [lf.path for lf in slice_.log_files]
 
 
+def savepointed_files(table: HudiTable, timeline: Timeline) -> frozenset[str]:
+    """`CleanPlanner.getSavepointedDataFiles` over every savepoint: the names of the base and log files
+    of the slices each one keeps (`HoodieSavepointMetadata.partitionMetadata[*].savepointDataFile`)."""
+    names: set[str] = set()
+    for savepoint in timeline.completed(Action.SAVEPOINT):
+        data = read_instant(table.storage, savepoint, timeline.layout)
+        metadata = avro_models.deserialize(data, avro_models.SAVEPOINT_METADATA)
+        for partition in (metadata.get("partitionMetadata") or {}).values():
+            names.update(partition.get("savepointDataFile") or ())
+    return frozenset(names)
+
+
+def _savepointed(slice_: FileSlice, savepointed: frozenset[str]) -> bool:
+    """`CleanPlanner.isFileSliceExistInSavepointedFiles`: the slice's base file or any log file is named."""
+    if slice_.base_file is not None and slice_.base_file.name.name in savepointed:
+        return True
+    return any(lf.name.name in savepointed for lf in slice_.log_files)
+
+
+def _tracked_savepoints(table: HudiTable, timeline: Timeline) -> tuple[str, ...]:
+    """`CleanPlanner.savepointedTimestamps`: the savepoints a plan records, for partitioned tables only."""
+    if not table.config.partition_fields:
+        return ()
+    return tuple(i.timestamp for i in timeline.completed(Action.SAVEPOINT))
+
+
+def _savepoint_removed(previous: Mapping[str, str] | None, tracked: tuple[str, ...]) -> bool:
+    """`CleanPlanner.isAnySavepointDeleted`: a savepoint the last clean recorded is gone."""
+    recorded = [t for t in ((previous or {}).get(SAVEPOINTED_TIMESTAMPS) or "").split(",") if t]
+    return any(t not in tracked for t in recorded)
+
+
+def _extra_metadata(table: HudiTable, tracked: tuple[str, ...]) -> dict[str, str] | None:
+    """`CleanPlanActionExecutor.prepareExtraMetadata`: the tracked savepoints, joined by commas; with none,
+    an empty map (1.x) or no map at all (what 0.14/0.15 leave)."""
+    if tracked:
+        return {SAVEPOINTED_TIMESTAMPS: ",".join(tracked)}
+    return {} if table.version.plans_of_1x else None
+
+
 def _needed_by_compaction(slice_: FileSlice, pending_ops: Mapping[tuple[str, str], str]) -> bool:
     base = pending_ops.get((slice_.partition_path, slice_.file_id))
     return base is not None and slice_.base_instant >= base
 
 
-def _files_keeping_versions(group: FileGroup, keep: int, pending_ops: Mapping[tuple[str, str], str]) -> list[str]:
+def _files_keeping_versions(group: FileGroup, keep: int, pending_ops: Mapping[tuple[str, str], str],
+                            savepointed: frozenset[str]) -> list[str]:
     newest_first = [s for s in reversed(group.slices) if not _needed_by_compaction(s, pending_ops)]
     if (group.partition_path, group.file_id) in pending_ops:
         keep -= 1  # the slice the compaction reads is kept already
-    return [f for s in newest_first[max(keep, 0):] for f in _slice_files(s)]
+    return [f for s in newest_first[max(keep, 0):] if not _savepointed(s, savepointed) for f in _slice_files(s)]
 
 
-def _files_keeping_commits(group: FileGroup, ectr: str, pending_ops: Mapping[tuple[str, str], str]) -> list[str]:
+def _files_keeping_commits(group: FileGroup, ectr: str, pending_ops: Mapping[tuple[str, str], str],
+                           savepointed: frozenset[str]) -> list[str]:
     if not group.slices:
         return []
     newest_first = list(reversed(group.slices))
@@ -231,7 +280,7 @@ def _files_keeping_commits(group: FileGroup, ectr: str, pending_ops: Mapping[tup
     for s in newest_first:
         if s.base_instant in (last_version, before_ectr):
             continue
-        if s.base_instant < ectr and not _needed_by_compaction(s, pending_ops):
+        if s.base_instant < ectr and not _needed_by_compaction(s, pending_ops) and not _savepointed(s, savepointed):
             out.extend(_slice_files(s))
     return out
 
@@ -240,11 +289,11 @@ def plan_clean(table: HudiTable, timeline: Timeline, settings: CleanSettings) ->
     """What a clean planned now would delete (possibly nothing)."""
     ectr = earliest_commit_to_retain(timeline, settings)
     last = timeline.last_completed(*COMMIT_ACTIONS)
-    # 1.x's `CleanPlanActionExecutor.prepareExtraMetadata`: an empty map when no savepoint is tracked.
-    extra = {} if table.version.plans_of_1x else None
+    tracked = _tracked_savepoints(table, timeline)
+    extra = _extra_metadata(table, tracked)
     empty = CleanerPlan(settings.policy, {}, ActionInstant.of(ectr) if ectr else None, last.timestamp if last else "",
                         extra_metadata=extra)
-    partitions = _partitions_to_clean(table, timeline, settings, ectr)
+    partitions = _partitions_to_clean(table, timeline, settings, ectr, tracked)
     if partitions == []:
         return empty
     view = FileSystemView.load(table.storage, timeline, partitions)  # replaced groups included
@@ -256,15 +305,17 @@ def plan_clean(table: HudiTable, timeline: Timeline, settings: CleanSettings) ->
         (op.partition_path, op.file_id): op.base_instant
         for plan in pending_plans(table.storage, timeline).values() for op in plan.operations
     }
+    savepointed = savepointed_files(table, timeline)
     files: dict[str, list[str]] = {}
     for group in view.file_groups():
         gid = (group.partition_path, group.file_id)
         if gid in replaced:
-            doomed = [f for s in group.slices for f in _slice_files(s)] if gid in eligible else []
+            doomed = [f for s in group.slices if not _savepointed(s, savepointed)
+                      for f in _slice_files(s)] if gid in eligible else []
         elif ectr is None:
-            doomed = _files_keeping_versions(group, settings.file_versions_retained, pending_ops)
+            doomed = _files_keeping_versions(group, settings.file_versions_retained, pending_ops, savepointed)
         else:
-            doomed = _files_keeping_commits(group, ectr.timestamp, pending_ops)
+            doomed = _files_keeping_commits(group, ectr.timestamp, pending_ops, savepointed)
         if doomed:
             files.setdefault(group.partition_path, []).extend(doomed)
     return CleanerPlan(settings.policy, {p: tuple(f) for p, f in files.items()},
