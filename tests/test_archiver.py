@@ -222,7 +222,7 @@ def test_pending_clean_and_compaction_trigger_bound_archival(tmp_path):
     result = archiver.archive(w.table, small())
     assert all(ts < pending_clean for ts in result.archived)
     cleaner.clean(w.table, small().clean)
-    horizon = archiver._clean_horizon(w.table, w.table.timeline())
+    horizon = archiver._LastClean.read(w.table, w.table.timeline()).earliest_commit_to_retain
     write_with_compactions(w, 6, start=15)
     archiver.archive(w.table, small())
     assert w.table.timeline().get(horizon) is not None, "the last clean's horizon stays for incremental cleaning"

@@ -162,3 +162,17 @@ def test_archival_stops_at_the_first_savepoint(tmp_path, version):
     assert our_rows(w.path) == w.expected()
 
 
+def test_archival_keeps_a_replacecommit_whose_groups_a_savepoint_kept():
+    """`ClusteringUtils.getEarliestReplacedSavepointInClean`: when the last clean's earliest commit to retain
+    is past its earliest savepoint and a replacecommit completed in between, the groups it replaced may
+    still have files the savepoint kept; archival keeps replacecommits from that savepoint on."""
+    names = ["100.deltacommit", "200.deltacommit", "200.savepoint", "300.replacecommit.requested",
+             "300.replacecommit.inflight", "300.replacecommit", "400.deltacommit", "500.deltacommit"]
+    timeline = Timeline.from_file_names(names)
+    policy = CleanerPolicy.KEEP_LATEST_COMMITS
+    guarded = archiver._LastClean("600", earliest_commit_to_retain="400", earliest_savepoint="200")
+    assert archiver._earliest_to_retain_for_replaced_groups(timeline, guarded, policy) == "300"
+    unguarded = archiver._LastClean("600", earliest_commit_to_retain="400")
+    assert archiver._earliest_to_retain_for_replaced_groups(timeline, unguarded, policy) is None
+    file_versions = CleanerPolicy.KEEP_LATEST_FILE_VERSIONS
+    assert archiver._earliest_to_retain_for_replaced_groups(timeline, guarded, file_versions) is None

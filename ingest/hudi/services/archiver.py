@@ -45,11 +45,18 @@ from ingest.hudi.log.data_block import decode_avro_content, encode_avro_records
 from ingest.hudi.log.log_block import BlockType, HeaderKey, LogBlock, encode_blocks
 from ingest.hudi.log.log_reader import iter_log_blocks
 from ingest.hudi.services import lsm_archival
+from ingest.hudi.services.cleaner import REPLACE_ACTIONS, SAVEPOINTED_TIMESTAMPS
 from ingest.hudi.services.compaction import earliest_instant_to_retain
 from ingest.hudi.table import markers
 from ingest.hudi.table.table import HudiTable
 from ingest.hudi.timeline.instant import Action, Instant, State
-from ingest.hudi.timeline.timeline import ARCHIVE_FOLDER, METAFOLDER, Timeline, completion_time, read_instant
+from ingest.hudi.timeline.timeline import (
+    ARCHIVE_FOLDER,
+    METAFOLDER,
+    Timeline,
+    completion_time,
+    read_instant,
+)
 from ingest.hudi.timeline.timeline_layout import TimelineLayout
 from ingest.storage import Storage
 
@@ -74,29 +81,48 @@ class ArchiveResult:
 # -- what to archive ---------------------------------------------------------------------------------
 
 
-def _clean_horizon(table: HudiTable, timeline: Timeline) -> str | None:
-    last_clean = timeline.last_completed(Action.CLEAN)
-    if last_clean is None:
-        return None
-    data = read_instant(table.storage, last_clean, timeline.layout)
-    if not data:
-        return None
-    return avro_models.deserialize(data, avro_models.CLEAN_METADATA).get("earliestCommitToRetain") or None
+@dataclass(frozen=True)
+class _LastClean:
+    """What the last completed clean retained: its earliest commit to retain, and the earliest savepoint
+    it kept files for (its plan's `savepointed_timestamps`, copied into its metadata)."""
+
+    timestamp: str
+    earliest_commit_to_retain: str | None = None
+    earliest_savepoint: str | None = None
+
+    @classmethod
+    def read(cls, table: HudiTable, timeline: Timeline) -> _LastClean | None:
+        last_clean = timeline.last_completed(Action.CLEAN)
+        if last_clean is None:
+            return None
+        data = read_instant(table.storage, last_clean, timeline.layout)
+        if not data:
+            return cls(last_clean.timestamp)
+        metadata = avro_models.deserialize(data, avro_models.CLEAN_METADATA)
+        savepoints = ((metadata.get("extraMetadata") or {}).get(SAVEPOINTED_TIMESTAMPS) or "").split(",")
+        return cls(last_clean.timestamp, metadata.get("earliestCommitToRetain") or None,
+                   min((t for t in savepoints if t), default=None))
 
 
-def _earliest_to_retain_for_replaced_groups(timeline: Timeline, horizon: str | None) -> str | None:
+def _earliest_to_retain_for_replaced_groups(timeline: Timeline, last_clean: _LastClean | None,
+                                            policy: CleanerPolicy) -> str | None:
     """`ClusteringUtils.getOldestInstantToRetainForClustering` (1.x: `getEarliestInstantToRetainForClustering`):
     the first replacecommit or clustering not older than what the last clean retained (its earliest commit to
     retain; the clean itself when there is none, as under KEEP_LATEST_FILE_VERSIONS), the first of all when
     nothing was cleaned. The groups it replaced may still have files; archived, it would no longer tell readers
-    they are replaced. `horizon`: the last clean's earliest commit to retain (`_clean_horizon`)."""
+    they are replaced. A savepoint may have kept a replaced group's files past the earliest commit to retain:
+    then the clean's earliest savepoint is the bound (`getEarliestReplacedSavepointInClean`), until a clean
+    after the savepoint's removal deletes them."""
     replaces = timeline.filter(actions=[Action.REPLACE_COMMIT, Action.CLUSTERING])
     if not replaces:
         return None
-    last_clean = timeline.last_completed(Action.CLEAN)
     if last_clean is None:
         return replaces[0].timestamp
-    lower = horizon or last_clean.timestamp
+    lower = last_clean.earliest_commit_to_retain or last_clean.timestamp
+    savepoint, ectr = last_clean.earliest_savepoint, last_clean.earliest_commit_to_retain
+    if (policy is not CleanerPolicy.KEEP_LATEST_FILE_VERSIONS and savepoint and ectr and ectr > savepoint
+            and any(savepoint <= i.timestamp <= ectr for i in timeline.completed(*REPLACE_ACTIONS))):
+        lower = savepoint
     return next((i.timestamp for i in replaces if i.timestamp >= lower), None)
 
 
@@ -120,10 +146,11 @@ def instants_to_archive(table: HudiTable, timeline: Timeline, settings: ServiceS
     for_compaction = earliest_instant_to_retain(timeline, settings.compaction)
     if for_compaction is not None:
         bounds.append(for_compaction)
-    horizon = _clean_horizon(table, timeline)  # one read of the last clean's metadata
+    last_clean = _LastClean.read(table, timeline)  # one read of the last clean's metadata
+    horizon = last_clean.earliest_commit_to_retain if last_clean else None
     if settings.clean.policy is CleanerPolicy.KEEP_LATEST_COMMITS and horizon is not None:
         bounds.append(horizon)
-    for_replaced = _earliest_to_retain_for_replaced_groups(timeline, horizon)
+    for_replaced = _earliest_to_retain_for_replaced_groups(timeline, last_clean, settings.clean.policy)
     if for_replaced is not None:
         bounds.append(for_replaced)
     unconvertible = [i.timestamp for i in timeline if i.action not in _CONVERTIBLE]
