@@ -5,11 +5,14 @@ is pending. Hudi's `SavepointActionExecutor` cannot run here; `savepoint` below 
 
 from __future__ import annotations
 
+import io
 import random
 
+import fastavro
 import pytest
 from service_tables import ModelWriter, data_files, hudi_rs_rows, our_rows, random_batch
 
+from ingest.errors import TimelineError
 from ingest.hudi.avro import avro_models
 from ingest.hudi.config.service_settings import (
     CleanerPolicy,
@@ -23,6 +26,14 @@ from ingest.hudi.timeline.instant import Action, Instant, State
 from ingest.hudi.timeline.timeline import Timeline, complete, read_instant
 from ingest.hudi.timeline.timeline_layout import LAYOUT_1, TimelineLayout
 
+# Hudi's `HoodieRestorePlan.avsc`, as `RestorePlanActionExecutor` writes it to `<t>.restore.requested`.
+RESTORE_PLAN = {"type": "record", "name": "HoodieRestorePlan", "namespace": "org.apache.hudi.avro.model", "fields": [
+    {"name": "instantsToRollback", "default": [], "type": {"type": "array", "items": {
+        "type": "record", "name": "HoodieInstantInfo", "fields": [
+            {"name": "commitTime", "type": "string"}, {"name": "action", "type": "string"}]}}},
+    {"name": "version", "type": ["int", "null"], "default": 1},
+    {"name": "savepointToRestoreTimestamp", "type": ["null", "string"], "default": None},
+]}
 CLEAN = CleanSettings(policy=CleanerPolicy.KEEP_LATEST_COMMITS, commits_retained=2)
 
 
@@ -176,3 +187,41 @@ def test_archival_keeps_a_replacecommit_whose_groups_a_savepoint_kept():
     assert archiver._earliest_to_retain_for_replaced_groups(timeline, unguarded, policy) is None
     file_versions = CleanerPolicy.KEEP_LATEST_FILE_VERSIONS
     assert archiver._earliest_to_retain_for_replaced_groups(timeline, guarded, file_versions) is None
+
+
+@pytest.mark.parametrize("state", ["requested", "inflight"])
+def test_nothing_is_written_while_a_restore_is_pending(tmp_path, state):
+    """`BaseHoodieWriteClient.startCommit`: "Found pending restore in active timeline. Please complete the
+    restore fully before proceeding". A restore rolls back every instant after its savepoint from its plan
+    (`RestorePlanActionExecutor`); a write, compaction, clean or archival in between is refused, and no file
+    changes."""
+    rng = random.Random(6)
+    w = ModelWriter(tmp_path / "t")
+    grow(w, rng, 0, 5)
+    saved_at = w.table.timeline().completed(Action.DELTA_COMMIT)[1].timestamp
+    savepoint(w.table, saved_at)
+    restore_at = w.table.timeline().new_instant_time()
+    plan = io.BytesIO()
+    fastavro.writer(plan, RESTORE_PLAN, [{
+        "instantsToRollback": [{"commitTime": i.timestamp, "action": i.action.value}
+                               for i in reversed(w.table.timeline().completed()) if i.timestamp > saved_at
+                               and i.action is not Action.SAVEPOINT],
+        "version": 2, "savepointToRestoreTimestamp": saved_at}])
+    plan = plan.getvalue()
+    storage = w.table.storage
+    storage.write(f".hoodie/{restore_at}.restore.requested", plan)
+    if state == "inflight":
+        storage.write(f".hoodie/{restore_at}.restore.inflight", b"")
+    before = (data_files(w.path), sorted(e.name for e in storage.list(".hoodie")))
+
+    with pytest.raises(TimelineError, match="Found pending restore in active timeline.*" + restore_at):
+        w.write(random_batch(rng, 9, keys=8, size=6))
+    with pytest.raises(TimelineError, match="pending restore"):
+        compaction.schedule(w.table, CompactionSettings(), force=True)
+    with pytest.raises(TimelineError, match="pending restore"):
+        cleaner.clean(w.table, CLEAN, force=True)
+    with pytest.raises(TimelineError, match="pending restore"):
+        archiver.archive(w.table, ServiceSettings.from_mapping({"hoodie.cleaner.commits.retained": "1",
+                                                                 "hoodie.keep.min.commits": "2",
+                                                                 "hoodie.keep.max.commits": "3"}))
+    assert (data_files(w.path), sorted(e.name for e in storage.list(".hoodie"))) == before

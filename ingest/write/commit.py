@@ -33,7 +33,14 @@ from ingest.hudi.timeline import heartbeat
 from ingest.hudi.timeline.commit_metadata import CommitMetadata, WriteStat, decode_metadata
 from ingest.hudi.timeline.heartbeat import HeartbeatSettings, InstantHeartbeat
 from ingest.hudi.timeline.instant import Action, Instant, State
-from ingest.hudi.timeline.timeline import Timeline, complete, read_instant, request, start
+from ingest.hudi.timeline.timeline import (
+    Timeline,
+    complete,
+    read_instant,
+    refuse_pending_restore,
+    request,
+    start,
+)
 from ingest.index import key_state as ks
 from ingest.storage import Storage
 
@@ -172,8 +179,9 @@ def begin(
     lazy: bool = False,
 ) -> Transaction | None:
     """Start a commit; None when `batch` was already committed (a replay after a restart)."""
-    metadata_table.remove(table)  # it would go stale: Hudi's readers would miss what we write
     timeline = table.timeline()
+    refuse_pending_restore(timeline, table.base_url)
+    metadata_table.remove(table)  # it would go stale: Hudi's readers would miss what we write
     if batch is not None:
         done = committed_batch(table, timeline, batch.checkpoint_id)
         if done is not None and batch.batch_id <= done[0]:

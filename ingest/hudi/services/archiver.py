@@ -56,6 +56,7 @@ from ingest.hudi.timeline.timeline import (
     Timeline,
     completion_time,
     read_instant,
+    refuse_pending_restore,
 )
 from ingest.hudi.timeline.timeline_layout import TimelineLayout
 from ingest.storage import Storage
@@ -358,6 +359,7 @@ def archive(table: HudiTable, settings: ServiceSettings, *, fence: Callable[[], 
     table.config.check_supported(table.base_url, write=True)  # every version ingest writes
     storage = table.storage
     timeline = table.timeline()
+    refuse_pending_restore(timeline, table.base_url)
     instants = instants_to_archive(table, timeline, settings)
     if not instants:
         return ArchiveResult()

@@ -77,7 +77,7 @@ from ingest.hudi.table.snapshot import ReadContext, read_slice
 from ingest.hudi.table.table import HudiTable
 from ingest.hudi.timeline.commit_metadata import NULL_COMMIT, CommitMetadata, RuntimeStats, WriteStat
 from ingest.hudi.timeline.instant import Action, Instant, State, parse_instant
-from ingest.hudi.timeline.timeline import Timeline, complete, request, start
+from ingest.hudi.timeline.timeline import Timeline, complete, refuse_pending_restore, request, start
 from ingest.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -94,6 +94,7 @@ def check_writable(table: HudiTable, service: str = "compaction") -> None:
     table.config.check_supported(table.base_url, write=True)
     if not table.version.runs(service):
         raise UnsupportedTable(services_refusal(table, service))
+    refuse_pending_restore(table.timeline(), table.base_url)
 
 
 def services_refusal(table: HudiTable, service: str) -> str:

@@ -214,6 +214,17 @@ class Timeline:
                       and comparable_action(self.layout.parse(f).action) is family)
 
 
+def refuse_pending_restore(timeline: Timeline, base_url: str) -> None:
+    """`BaseHoodieWriteClient.startCommit`: nothing is written while a restore to a savepoint is pending.
+    The restore rolls back every instant after the savepoint from its plan, so a write or a table service
+    in between would be kept or half undone, and its resumption fails on the extra instant."""
+    pending = [i.timestamp for i in timeline.pending(Action.RESTORE)]
+    if pending:
+        raise TimelineError(f"{base_url}: Found pending restore in active timeline. Please complete the restore "
+                            "fully before proceeding (with Hudi: the restore command again). As of now, table "
+                            f"could be in an inconsistent state. Pending restores: {pending}")
+
+
 # -- transitions ------------------------------------------------------------------------------
 
 
