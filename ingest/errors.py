@@ -69,6 +69,10 @@ class InvalidInstant(IngestError):
     """An instant time given by a user is not in a format Hudi accepts, or names no usable point of the timeline."""
 
 
+class ClusteringConflict(IngestError):
+    """A write would change a file group a pending clustering is going to replace."""
+
+
 def os_error_line(error: OSError) -> str:
     """A storage failure (a full disk, a read-only folder, a lost mount) as one line: the path, then
     the cause, without the traceback of where deep in the writer it struck."""

@@ -5,7 +5,8 @@ or the slice a pending compaction opened; from table version 8 on, a new log fil
 instant, which the file system view slices by completion time), which bucket maps to which file group, which instants make
 key-index segments visible, and, for indexes that cannot index log files, which small base files take
 new keys (Hudi's `SparkUpsertDeltaCommitPartitioner.getSmallFileCandidates`) and how many records a
-file holds (`UpsertPartitioner.averageBytesPerRecord`). Executors decide nothing the plan does not
+file holds (`UpsertPartitioner.averageBytesPerRecord`); which file groups a pending clustering will
+replace, so that no row goes into them (`clustering_plan`). Executors decide nothing the plan does not
 allow, so every task attempt writes the same files.
 """
 
@@ -24,6 +25,7 @@ from ingest.hudi.config.table_config import TableConfig
 from ingest.hudi.keygen.bucket_index import INDEX_TYPE as BUCKET_INDEX_TYPE
 from ingest.hudi.keygen.bucket_index import bucket_id_from_file_id, new_bucket_file_id
 from ingest.hudi.parquet.base_file import BaseFileOptions
+from ingest.hudi.services.clustering_plan import pending_clustering_groups
 from ingest.hudi.table import markers
 from ingest.hudi.table.file_system_view import FileSlice
 from ingest.hudi.timeline.instant import Action, State
@@ -59,6 +61,8 @@ class WritePlan:
     file_group_max_bytes: int = 120 * 1024 * 1024
     insert_split: int = 0   # records per new file group; 0: file_group_max_bytes // record_bytes
     bucket_cut_1x: bool = False  # bucket hash values cut from keys as Hudi 1.x cuts them (`TableVersion`)
+    # File groups a pending clustering will replace, and its instant: no write may touch them.
+    clustering: Mapping[tuple[str, str], str] = field(default_factory=dict)
 
     @property
     def storage(self) -> Storage:
@@ -144,6 +148,7 @@ def build_plan(txn: Transaction, options: WriteOptions) -> WritePlan:
     ordering_field = config.precombine_field or options.precombine_field
     by_writer = txn.table.version.log_files_by_writer
     compactions = pending_compaction_groups(txn)
+    clustering = pending_clustering_groups(storage, txn.timeline)
     mismatch = index_type_mismatch(config, txn.view.latest_writer_slices(), options.index.type)
     if mismatch:
         raise ConfigError(f"{txn.table.base_url}: {mismatch}", key=BUCKET_INDEX_TYPE)
@@ -207,7 +212,8 @@ def build_plan(txn: Transaction, options: WriteOptions) -> WritePlan:
         partitions=tuple(sorted(txn.view.partitions)),
         visible_instants=frozenset(completed),
         timeline_start=start,
-        small_files=small_files(txn, options, compactions),
+        small_files=small_files(txn, options, {**compactions, **clustering}),
+        clustering=clustering,
         record_bytes=_record_bytes(txn, options),
         file_group_max_bytes=options.file_group_max_bytes,
         insert_split=0 if options.small_files.auto_split else options.small_files.insert_split_size,
@@ -215,12 +221,13 @@ def build_plan(txn: Transaction, options: WriteOptions) -> WritePlan:
 
 
 def small_files(txn: Transaction, options: WriteOptions,
-                compactions: Mapping[tuple[str, str], str]) -> dict[str, tuple[tuple[str, int], ...]]:
+                pending: Mapping[tuple[str, str], str]) -> dict[str, tuple[tuple[str, int], ...]]:
     """Per partition, the file groups new keys fill first, smallest first: (file id, bytes).
 
     Hudi's `SparkUpsertDeltaCommitPartitioner.getSmallFileCandidates` for an index that cannot index
     log files: slices with a base file and no log files (a slice's logs cannot be padded without
-    compacting them), base smaller than `hoodie.parquet.small.file.limit`, no pending compaction,
+    compacting them), base smaller than `hoodie.parquet.small.file.limit`, no pending compaction or
+    clustering (`pending`; `UpsertPartitioner.filterSmallFilesInClustering`),
     at most `hoodie.merge.small.file.group.candidates.limit` of them. A bulk insert takes none (Hudi's
     bulk insert has no small-file handling), nor does the bucket index (its buckets are fixed).
     """
@@ -232,7 +239,7 @@ def small_files(txn: Transaction, options: WriteOptions,
     for slice_ in txn.view.latest_writer_slices():
         base = slice_.base_file
         if (base is None or slice_.log_files or base.size >= settings.small_file_limit
-                or (slice_.partition_path, slice_.file_id) in compactions):
+                or (slice_.partition_path, slice_.file_id) in pending):
             continue
         found.setdefault(slice_.partition_path, []).append((slice_.file_id, base.size))
     return {p: tuple(sorted(g, key=lambda x: (x[1], x[0]))[:settings.candidates]) for p, g in found.items()}

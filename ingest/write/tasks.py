@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ingest.errors import ClusteringConflict
 from ingest.hudi.avro import schema as avro
 from ingest.hudi.keygen.bucket_index import bucket_ids, java_string_hashes
 from ingest.hudi.merge import precombine as pcb
@@ -314,6 +315,23 @@ def _widen(plan: WritePlan, records: pa.Table, writes: list[tuple]) -> Iterator[
         del narrow, part  # else they would hold this run's rows while the next run is taken
 
 
+def refuse_pending_clustering(plan: WritePlan, partitions: Iterable[str | None], file_ids: Iterable[str | None]) -> None:
+    """Fail before writing when a row goes to a file group a pending clustering will replace (the
+    clustering's new groups would not hold it). Hudi's default `SparkRejectUpdateStrategy.handleUpdate`
+    refuses such a write too, after tagging, with this message."""
+    if not plan.clustering:
+        return
+    hit = sorted({(p or "", f) for p, f in zip(partitions, file_ids, strict=True)} & plan.clustering.keys())
+    if hit:
+        partition, file_id = hit[0]
+        raise ClusteringConflict(
+            f"Not allowed to update the clustering file group HoodieFileGroupId{{partitionPath='{partition}', "
+            f"fileId='{file_id}'}}. For pending clustering operations, we are not going to support update for "
+            f"now. ({len(hit)} file group(s) of clustering {plan.clustering[hit[0]]}, which Hudi scheduled on "
+            f"{plan.storage.base_url}, take rows of this batch: let the clustering complete, or roll it back with "
+            "Hudi, then write again)")
+
+
 def bucket_task(plan: WritePlan, records: pa.Table, task: TaskIdentity) -> TaskResult:
     """Everything for the buckets routed to this task, in every partition: one key-state shard per bucket."""
     store = plan.key_state()
@@ -349,6 +367,7 @@ def bucket_task(plan: WritePlan, records: pa.Table, task: TaskIdentity) -> TaskR
                                 plan.instant)
         pending_state.append((state, changes, resolved.overlay_replaced))
         results.append(TaskResult((), (), _counts(resolved, upserts)))
+    refuse_pending_clustering(plan, (t.partition_path for t, _, _ in writes), (t.file_id for t, _, _ in writes))
     stats = tuple(write_file_groups(plan.write, _widen(plan, records, writes), task)) if writes else ()
     segments = tuple(_write_segment(plan, store, state, changes, replaced)
                      for state, changes, replaced in pending_state if changes.num_rows)
@@ -593,8 +612,10 @@ def place_and_index(plan: WritePlan, tagged: pa.Table, buckets: Mapping[str, tup
     row per segment written. The rows are already in this task, in shard order, so the state costs
     no pass of its own; a retried task writes the same segments under the same names."""
     assigned = assign(tagged, buckets)
-    segments = write_state(plan, assigned).segments
     rows = _where(assigned, pc.is_in(assigned.column(KIND), pa.array([UPSERT, DELETE])))
+    if plan.clustering:
+        refuse_pending_clustering(plan, rows.column(pcb.PARTITION).to_pylist(), rows.column(FILE_ID).to_pylist())
+    segments = write_state(plan, assigned).segments
     if not segments:
         return rows
     named = _conform(pa.table({FILE_ID: pa.array(segments, pa.string())}), tagged.schema, SEGMENT, 0)

@@ -1,0 +1,99 @@
+"""A clustering Hudi scheduled on a table ingest writes (HoodieStreamer's async clustering, `call
+run_clustering`): once it completes, the file groups its plan names are replaced whole, and whatever was
+written into them after the plan is gone from every read. So, as Hudi's own writers, ingest writes nothing
+into them while the clustering is pending, and notices its completion whenever it comes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from model import Op
+from service_tables import HUDI_SETTINGS, data_files, hudi_rs_rows, our_rows, to_table
+
+from ingest.errors import ClusteringConflict
+from ingest.hudi.avro import avro_models
+from ingest.hudi.services.clustering_plan import pending_clustering_groups
+from ingest.hudi.table.table import HudiTable
+from ingest.write.batch import LocalWriter
+from ingest.write.options import IndexOptions, IndexType, WriteOptions
+
+CLUSTERING = "20260307135840454"  # the v9 fixture's clustering, which completed at ...840902
+AFTER = "20260307135840975"       # the deltacommit that followed it
+
+
+def key_index_writer(path: Path) -> LocalWriter:
+    return LocalWriter(WriteOptions(table_path=str(path), table_name="trips", hudi=HUDI_SETTINGS,
+                                    index=IndexOptions(type=IndexType.KEY)))
+
+
+def schedule_clustering(table: HudiTable, instant: str, groups: list[tuple[str, str]]) -> None:
+    """What `SparkClusteringPlanActionExecutor` leaves at table version 6 once the clustering started: a
+    `<t>.replacecommit.requested` holding a `HoodieRequestedReplaceMetadata` with operation type CLUSTER and
+    a plan naming each group's latest slice, and an empty `.inflight`."""
+    slices = {(s.partition_path, s.file_id): s for s in table.view().latest_file_slices()}
+    infos = [{"dataFilePath": table.storage.url(slices[g].base_file.path), "deltaFilePaths": [], "fileId": g[1],
+              "partitionPath": g[0], "bootstrapFilePath": "", "version": 1} for g in groups]
+    plan = avro_models.serialize(avro_models.REQUESTED_REPLACE_METADATA, {
+        "operationType": "CLUSTER",
+        "clusteringPlan": {"inputGroups": [{"slices": infos, "metrics": {}, "numOutputFileGroups": 1, "version": 1}],
+                           "strategy": {"strategyClassName": "org.apache.hudi.client.clustering.run.strategy."
+                                                             "SparkSortAndSizeExecutionStrategy",
+                                        "strategyParams": {}, "version": 1},
+                           "extraMetadata": {}, "version": 1, "preserveHoodieMetadata": True},
+        "extraMetadata": {}, "version": 1})
+    table.storage.write(f".hoodie/{instant}.replacecommit.requested", plan)
+    table.storage.write(f".hoodie/{instant}.replacecommit.inflight", b"")
+
+
+def files_of_groups(path, groups) -> set[str]:
+    ids = {f for _, f in groups}
+    return {f for f in data_files(path) if any(i in f for i in ids)}
+
+
+def test_no_write_goes_into_a_file_group_a_pending_clustering_replaces(tmp_path):
+    """`SparkRejectUpdateStrategy.handleUpdate` (the default `hoodie.clustering.updates.strategy`): an update
+    or delete of a key in a file group under pending clustering fails the write with "Not allowed to update
+    the clustering file group ..."; `UpsertPartitioner.filterSmallFilesInClustering`: new keys do not fill
+    such a group as a small file. Other file groups take writes as before."""
+    path = tmp_path / "t"
+    w = key_index_writer(path)
+    w.write(to_table([Op(f"k{i}", city, 1, False, {"fare": float(i)})
+                      for i, city in enumerate(["chennai", "chennai", "sao_paulo", "sao_paulo"])]))
+    table = HudiTable.open(str(path))
+    (chennai,) = [(s.partition_path, s.file_id) for s in table.view().latest_file_slices()
+                  if s.partition_path == "city=chennai"]
+    instant = table.timeline().new_instant_time()
+    schedule_clustering(table, instant, [chennai])
+    assert pending_clustering_groups(table.storage, table.timeline()) == {chennai: instant}
+    planned = files_of_groups(path, [chennai])
+
+    for ops in ([Op("k0", "chennai", 2, False, {"fare": 10.0})], [Op("k1", "chennai", 2, True)]):
+        with pytest.raises(ClusteringConflict, match=(
+                r"Not allowed to update the clustering file group HoodieFileGroupId\{partitionPath='city=chennai', "
+                rf"fileId='{chennai[1]}'\}}\. .*clustering {instant}")):
+            w.write(to_table(ops))
+        assert files_of_groups(path, [chennai]) == planned
+    w.write(to_table([Op("k9", "chennai", 3, False, {"fare": 9.0}), Op("k2", "sao_paulo", 3, False, {"fare": 20.0})]))
+    assert files_of_groups(path, [chennai]) == planned  # k9 went to a new file group, not the small one
+    expected = {("k0", "city=chennai", 1, 0.0), ("k1", "city=chennai", 1, 1.0), ("k2", "city=sao_paulo", 3, 20.0),
+                ("k3", "city=sao_paulo", 1, 3.0), ("k9", "city=chennai", 3, 9.0)}
+    assert our_rows(path) == {(k, p.split("=")[1], t, f) for k, p, t, f in expected}
+    assert sorted(hudi_rs_rows(path)) == sorted((k, p.split("=")[1], t, f) for k, p, t, f in expected)
+
+
+def test_an_insert_overwrite_plans_no_clustering(tmp_path):
+    """`ClusteringUtils.getRequestedReplaceMetadata`: "few operations create requested file without any
+    content. Assume these are not clustering"; `getClusteringPlan`: a plan only with operation type CLUSTER."""
+    path = tmp_path / "t"
+    w = key_index_writer(path)
+    w.write(to_table([Op("k0", "chennai", 1, False, {"fare": 1.0})]))
+    table = HudiTable.open(str(path))
+    first = table.timeline().new_instant_time()
+    table.storage.write(f".hoodie/{first}.replacecommit.requested", b"")
+    second = table.timeline().new_instant_time()
+    table.storage.write(f".hoodie/{second}.replacecommit.requested", avro_models.serialize(
+        avro_models.REQUESTED_REPLACE_METADATA, {"operationType": "INSERT_OVERWRITE", "version": 1}))
+    assert pending_clustering_groups(table.storage, table.timeline()) == {}
+    w.write(to_table([Op("k0", "chennai", 2, False, {"fare": 2.0})]))
+    assert our_rows(path) == {("k0", "chennai", 2, 2.0)}
