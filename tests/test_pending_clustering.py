@@ -5,11 +5,13 @@ into them while the clustering is pending, and notices its completion whenever i
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from model import Op
-from service_tables import HUDI_SETTINGS, data_files, hudi_rs_rows, our_rows, to_table
+from service_tables import HUDI_SETTINGS, FixtureWriter, data_files, hudi_rs_rows, our_rows, to_table
 
 from ingest.errors import ClusteringConflict
 from ingest.hudi.avro import avro_models
@@ -97,3 +99,48 @@ def test_an_insert_overwrite_plans_no_clustering(tmp_path):
     assert pending_clustering_groups(table.storage, table.timeline()) == {}
     w.write(to_table([Op("k0", "chennai", 2, False, {"fare": 2.0})]))
     assert our_rows(path) == {("k0", "chennai", 2, 2.0)}
+
+
+def test_a_hudi_clustering_pending_then_completing_around_ingest_writes(hudi_table_copy, tmp_path):
+    """On the Hudi 1.1 table (version 9) whose clustering is rewound to pending: updates of its keys are
+    refused, new keys go elsewhere. Then Hudi completes the clustering, requested before ingest's last
+    commit and completed after it: the key index notices (it records the writes pending when it was last
+    brought up to date), so the next update goes to the key's new file group, where readers find it."""
+    path = hudi_table_copy("v9_txns_simple_nometa")
+    timeline = path / ".hoodie" / "timeline"
+    aside = tmp_path / "aside"
+    aside.mkdir()
+    (completed,) = timeline.glob(f"{CLUSTERING}_*.replacecommit")
+    outputs = sorted(path.glob(f"region=*/*_{CLUSTERING}.parquet"))
+    for f in [completed, *outputs]:
+        target = aside / f.relative_to(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(f, target)
+    for f in [*timeline.glob(f"{AFTER}*"), *path.glob(f"region=*/*_{AFTER}.parquet")]:
+        f.unlink()
+    table = HudiTable.open(str(path))
+    planned = pending_clustering_groups(table.storage, table.timeline())
+    assert len(planned) == 5 and set(planned.values()) == {CLUSTERING}
+    before = {f for f in data_files(path) if any(g[1] in f for g in planned)}
+
+    w = FixtureWriter(path, "txn_id", "region", "txn_ts")
+    with pytest.raises(ClusteringConflict, match="Not allowed to update the clustering file group"):
+        w.write_round()  # an update, a delete and an insert; every live key is in a planned group
+    assert {f for f in data_files(path) if any(g[1] in f for g in planned)} == before
+    w.rounds = 0
+    w.model = type(w.model)(event_time=True)
+    w.model.apply([Op(k, r["region"], r["txn_ts"], False, r) for k, r in w.existing.items()])
+    new_only = [dict(w.existing[w.templates[0]], txn_id="fresh-1", txn_ts=w.top + 1)]
+    w.writer.write(pa.Table.from_pylist(new_only, schema=w.schema).append_column(
+        "_hoodie_is_deleted", pa.array([False])))
+    w.model.apply([Op("fresh-1", new_only[0]["region"], w.top + 1, False, new_only[0])])
+    assert {f for f in data_files(path) if any(g[1] in f for g in planned)} == before
+    assert w.ours() == w.expected()
+
+    for f in aside.rglob("*"):  # Hudi's clustering job completes
+        if f.is_file():
+            shutil.move(f, path / f.relative_to(aside))
+    assert pending_clustering_groups(table.storage, HudiTable.open(str(path)).timeline()) == {}
+    w.write_round()
+    assert w.ours() == w.expected()
+    assert w.hudi_rs() == w.expected()

@@ -153,7 +153,7 @@ def _write_and_commit(engine: Engine, options: WriteOptions, table: HudiTable, t
     extra = {**engine.commit_metadata(), **(extra_metadata or {})}
     done = complete_transaction(txn, list(result.stats), extra, extra_files=result.segments,
                                 planned_sizes=plan.planned_sizes())
-    index_bootstrap.advance(table, options, done.timestamp)
+    index_bootstrap.advance(table, options, done.timestamp, txn.timeline)
     timings["commit"] = time.monotonic() - t3
     crash_point("after_commit")
     return CommitResult(

@@ -32,13 +32,24 @@ MANIFEST = f"{ks.INDEX_ROOT}/_manifest.json"
 BOOTSTRAP_PHASE = "bootstrap of the key index"
 
 
+# Writes that can add keys or move them between file groups (a compaction's `commit` is told apart by
+# its metadata). A 1.x clustering is requested as `clustering` and completes as a replacecommit.
+KEY_WRITES = (Action.DELTA_COMMIT, Action.COMMIT, Action.REPLACE_COMMIT, Action.CLUSTERING)
+
+
 @dataclass(frozen=True)
 class Manifest:
+    """The index's layout, the instant it covers the table up to, and the writes that were pending
+    then: another writer's write requested before `as_of` may complete after it (Hudi's writers take
+    their instant time when they start, and complete in any order), and must still be noticed."""
+
     layout: dict
     as_of: str
+    pending: tuple[str, ...] = ()
 
     def to_bytes(self) -> bytes:
-        return json.dumps({"layout": self.layout, "as_of": self.as_of}, sort_keys=True).encode()
+        return json.dumps({"layout": self.layout, "as_of": self.as_of, "pending": list(self.pending)},
+                          sort_keys=True).encode()
 
     @classmethod
     def read(cls, table: HudiTable) -> Manifest | None:
@@ -46,7 +57,13 @@ class Manifest:
             d = json.loads(table.storage.read(MANIFEST))
         except FileNotFoundError:
             return None
-        return cls(d["layout"], d["as_of"])
+        return cls(d["layout"], d["as_of"], tuple(d.get("pending") or ()))
+
+    @classmethod
+    def of(cls, options: WriteOptions, as_of: str, timeline: Timeline, own: str | None = None) -> Manifest:
+        """A manifest covering `timeline` (and the write `own`, completed since), up to `as_of`."""
+        pending = tuple(i.timestamp for i in timeline.pending(*KEY_WRITES) if i.timestamp != own)
+        return cls(layout(options), as_of, pending)
 
 
 def layout(options: WriteOptions) -> dict:
@@ -55,11 +72,13 @@ def layout(options: WriteOptions) -> dict:
     return {"type": "key", "shards": options.index.shards, "global": options.index.global_scope}
 
 
-def foreign_commits(table: HudiTable, timeline: Timeline, after: str) -> list[str]:
-    """Completed writes after `after` that ingest did not make (compactions add no keys)."""
+def foreign_commits(table: HudiTable, timeline: Timeline, manifest: Manifest) -> list[str]:
+    """Writes completed since `manifest` that ingest did not make (compactions add no keys): those
+    after its instant, and those pending when it was written."""
     out = []
-    for instant in timeline.completed(Action.DELTA_COMMIT, Action.COMMIT, Action.REPLACE_COMMIT):
-        if instant.timestamp <= after:
+    pending = set(manifest.pending)
+    for instant in timeline.completed(*KEY_WRITES):
+        if instant.timestamp <= manifest.as_of and instant.timestamp not in pending:
             continue
         meta = table.commit_metadata(instant)
         if meta.compacted or WRITER_KEY in meta.extra_metadata:
@@ -116,7 +135,7 @@ def rebuild(
     """
     storage = table.storage
     storage.delete_tree(ks.INDEX_ROOT)
-    latest = timeline.last_completed(Action.DELTA_COMMIT, Action.COMMIT, Action.COMPACTION, Action.REPLACE_COMMIT)
+    latest = timeline.last_completed(*KEY_WRITES, Action.COMPACTION)
     if latest is not None:
         schema = table.schema(timeline)
         ctx = ReadContext.of(table, schema, timeline.completed_write_timestamps())
@@ -138,7 +157,7 @@ def rebuild(
                                             pa.array([latest.timestamp] * shard_rows.num_rows, pa.string()))
             # A base segment at the latest completed instant: visible at once.
             store.write_base(name, stamped, latest.timestamp)
-    manifest = Manifest(layout(options), latest.timestamp if latest else "0")
+    manifest = Manifest.of(options, latest.timestamp if latest else "0", timeline)
     storage.write(MANIFEST, manifest.to_bytes())
     return manifest
 
@@ -153,13 +172,14 @@ def ensure(
     """Make the index complete for `timeline`; True when it had to be (re)built."""
     manifest = Manifest.read(table)
     if manifest is not None and manifest.layout == layout(options):
-        foreign = foreign_commits(table, timeline, manifest.as_of)
+        foreign = foreign_commits(table, timeline, manifest)
         if not foreign:
             return False
     rebuild(table, timeline, options, ordering_type, slice_reader)
     return True
 
 
-def advance(table: HudiTable, options: WriteOptions, as_of: str) -> None:
-    """Record that the index covers every commit up to `as_of` (so later checks start there)."""
-    table.storage.write(MANIFEST, Manifest(layout(options), as_of).to_bytes())
+def advance(table: HudiTable, options: WriteOptions, as_of: str, timeline: Timeline) -> None:
+    """Record that the index covers the table up to our write `as_of`, which completed on `timeline`
+    (the snapshot `ensure` checked): later checks start there, and at the writes pending in it."""
+    table.storage.write(MANIFEST, Manifest.of(options, as_of, timeline, own=as_of).to_bytes())
