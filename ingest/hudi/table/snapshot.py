@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 
 from ingest.errors import BadRecordError, InvalidInstant, LogFormatError
 from ingest.hudi.avro import schema as avro
+from ingest.hudi.log.compacted_blocks import merge_order
 from ingest.hudi.log.delete_block import OrderingWrapper, ordering_wrapper
 from ingest.hudi.log.log_block import BlockType, LogBlock
 from ingest.hudi.log.log_reader import corrupt_block_instant, decode_block, iter_log_blocks
@@ -196,7 +197,8 @@ def _log_versions(ctx: ReadContext, slice_: FileSlice) -> tuple[list[dict[str, A
     """Data records and deletes of the slice's visible log blocks, in scan order."""
     scanned = scan_logs(ctx, slice_)
     report_corrupt(ctx, scanned.corrupt)
-    blocks, block_paths, rolled_back = scanned.blocks, scanned.paths, scanned.rolled_back
+    block_paths, rolled_back = scanned.paths, scanned.rolled_back
+    blocks = merge_order([b for b in scanned.blocks if b.instant_time not in rolled_back])
     records: list[dict[str, Any]] = []
     deletes: list[tuple[Any, ...]] = []
     wanted_wrapper = _ordering_wrapper(ctx.schema, ctx.ordering_field)

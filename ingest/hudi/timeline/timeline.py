@@ -54,6 +54,11 @@ def _refuse_half_upgraded(storage: Storage) -> None:
                             "version 6); run `ingest upgrade` again to finish it")
 
 
+# A completed log compaction is a deltacommit to Hudi's readers: its compacted blocks are read in place of
+# the blocks they merged (`compacted_blocks`). It is no write of new rows otherwise.
+VISIBLE_WHEN_COMPLETED = WRITE_ACTIONS | {Action.LOG_COMPACTION}
+
+
 def instant_path(instant: Instant) -> str:
     return f"{METAFOLDER}/{instant.file_name}"
 
@@ -174,7 +179,7 @@ class Timeline:
         return CompletedInstants(
             frozenset(
                 i.timestamp for i in self.instants
-                if i.is_completed and i.action in WRITE_ACTIONS and (as_of is None or i.timestamp <= as_of)
+                if i.is_completed and i.action in VISIBLE_WHEN_COMPLETED and (as_of is None or i.timestamp <= as_of)
             ),
             self.first_write_timestamp,
             as_of,
