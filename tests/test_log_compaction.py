@@ -4,15 +4,17 @@ one reads. Hudi's `LogCompactionExecutionHelper` cannot run here; `log_compact` 
 
 from __future__ import annotations
 
-from model import Op
-from service_tables import ModelWriter, hudi_rs_rows, our_rows
+import random
 
-from ingest.hudi.config.service_settings import CompactionSettings
+from model import Op
+from service_tables import ModelWriter, data_files, hudi_rs_rows, our_rows
+
+from ingest.hudi.config.service_settings import CleanerPolicy, CleanSettings, CompactionSettings
 from ingest.hudi.log.compacted_blocks import merge_order
 from ingest.hudi.log.log_block import BlockType, HeaderKey, LogBlock, encode_log_block
 from ingest.hudi.log.log_reader import iter_log_blocks
-from ingest.hudi.services import compaction
-from ingest.hudi.timeline.instant import Action
+from ingest.hudi.services import cleaner, compaction
+from ingest.hudi.timeline.instant import Action, Instant, State
 from ingest.hudi.timeline.timeline import read_instant
 
 
@@ -93,3 +95,30 @@ def test_rows_a_log_compaction_merged_are_not_read_again_after_later_writes(tmp_
     compaction.execute(w.table, compaction.schedule(w.table, CompactionSettings(), force=True))
     assert our_rows(w.path) == expected
     assert sorted(hudi_rs_rows(w.path)) == sorted(expected)
+
+
+def test_the_cleaner_keeps_the_slice_a_pending_log_compaction_reads(tmp_path):
+    """`CleanPlanner.isFileSliceNeededForPendingLogCompaction`: a slice at or after the planned operation's
+    base instant stays, and the group counts it among the kept versions
+    (`isFileGroupInPendingMajorOrMinorCompaction`)."""
+    rng = random.Random(2)
+    w = ModelWriter(tmp_path / "t", buckets=1)
+    for n in range(2):
+        w.write([Op(f"k{rng.randrange(4)}", "chennai", n, False, {"fare": float(n)})])
+    planned = compaction.schedule(w.table, CompactionSettings(), force=True)
+    storage = w.table.storage
+    plan = storage.read(f".hoodie/{planned}.compaction.requested")
+    storage.delete(f".hoodie/{planned}.compaction.requested")
+    storage.write(f".hoodie/{planned}.logcompaction.requested", plan)  # the same HoodieCompactionPlan record
+    needed = {p for s in w.table.view().latest_file_slices() for p in s.paths}
+    w.write([Op("k9", "chennai", 5, False, {"fare": 5.0})])
+    compaction.execute(w.table, compaction.schedule(w.table, CompactionSettings(), force=True))
+    w.write([Op("k9", "chennai", 6, False, {"fare": 6.0})])
+    compaction.execute(w.table, compaction.schedule(w.table, CompactionSettings(), force=True))
+    assert w.table.timeline().pending(Action.LOG_COMPACTION) == [Instant(planned, Action.LOG_COMPACTION,
+                                                                         State.REQUESTED)]
+    result = cleaner.clean(w.table, CleanSettings(policy=CleanerPolicy.KEEP_LATEST_FILE_VERSIONS,
+                                                  file_versions_retained=1), force=True)
+    assert needed <= data_files(w.path)
+    assert not result or not set(result[0].deleted) & needed
+    assert our_rows(w.path) == w.expected()

@@ -13,8 +13,8 @@ Policies (`CleanPlanner`):
 Under both, file groups a completed replacecommit (insert overwrite, clustering) retired are deleted whole
 once it is older than the earliest commit to retain (every one under KEEP_LATEST_FILE_VERSIONS), listed in
 the plan and metadata like any other file (`CleanPlanner.getReplacedFilesEligibleToClean`); until then the
-archiver keeps the replacecommit, which is what tells readers they are replaced. Slices a pending compaction needs (its planned slice and the one it opened) stay, and the
-latest slice of every group (where writes append) is never deleted. Nor is a slice a savepoint names
+archiver keeps the replacecommit, which is what tells readers they are replaced. Slices a pending compaction needs (its planned slice and the one it opened) stay, as do those a
+pending log compaction reads, and the latest slice of every group (where writes append) is never deleted. Nor is a slice a savepoint names
 (any of its base or log files, `CleanPlanner.isFileSliceExistInSavepointedFiles`), replaced or not: a
 restore to that savepoint reads it. With incremental mode (Hudi's default) only partitions written since
 the previous clean's horizon are listed, so a clean costs what changed, not the table's size; the plan
@@ -301,10 +301,10 @@ def plan_clean(table: HudiTable, timeline: Timeline, settings: CleanSettings) ->
     # `getReplacedFilesEligibleToClean`: every slice of a group replaced before the earliest commit to
     # retain (of every replaced group under KEEP_LATEST_FILE_VERSIONS) goes; the rest are not cleaned yet.
     eligible = replaced if ectr is None else table.replaced_file_groups(timeline, before=ectr.timestamp)
-    pending_ops = {
-        (op.partition_path, op.file_id): op.base_instant
-        for plan in pending_plans(table.storage, timeline).values() for op in plan.operations
-    }
+    # `CleanPlanner.isFileSliceNeededForPendingMajorOrMinorCompaction`: log compactions' plans too.
+    plans = [*pending_plans(table.storage, timeline).values(),
+             *pending_plans(table.storage, timeline, Action.LOG_COMPACTION).values()]
+    pending_ops = {(op.partition_path, op.file_id): op.base_instant for plan in plans for op in plan.operations}
     savepointed = savepointed_files(table, timeline)
     files: dict[str, list[str]] = {}
     for group in view.file_groups():

@@ -133,11 +133,13 @@ class CompactionPlan:
         return frozenset((op.partition_path, op.file_id) for op in self.operations)
 
 
-def read_plan(storage: Storage, timestamp: str, layout: TimelineLayout = LAYOUT_1) -> CompactionPlan:
-    requested = Instant(timestamp, Action.COMPACTION, State.REQUESTED)
+def read_plan(storage: Storage, timestamp: str, layout: TimelineLayout = LAYOUT_1,
+              action: Action = Action.COMPACTION) -> CompactionPlan:
+    """The plan of a compaction (or, `action=LOG_COMPACTION`, of a log compaction: the same record)."""
+    requested = Instant(timestamp, action, State.REQUESTED)
     return CompactionPlan.from_bytes(read_instant(storage, requested, layout))
 
 
-def pending_plans(storage: Storage, timeline: Timeline) -> dict[str, CompactionPlan]:
-    """Plans of the compactions requested or inflight on `timeline`, by instant."""
-    return {i.timestamp: read_plan(storage, i.timestamp, timeline.layout) for i in timeline.pending(Action.COMPACTION)}
+def pending_plans(storage: Storage, timeline: Timeline, action: Action = Action.COMPACTION) -> dict[str, CompactionPlan]:
+    """Plans of the compactions (or log compactions) requested or inflight on `timeline`, by instant."""
+    return {i.timestamp: read_plan(storage, i.timestamp, timeline.layout, action) for i in timeline.pending(action)}
