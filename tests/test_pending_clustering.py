@@ -15,8 +15,12 @@ from service_tables import HUDI_SETTINGS, FixtureWriter, data_files, hudi_rs_row
 
 from ingest.errors import ClusteringConflict
 from ingest.hudi.avro import avro_models
+from ingest.hudi.config.service_settings import CleanSettings
+from ingest.hudi.services.cleaner import earliest_commit_to_retain
 from ingest.hudi.services.clustering_plan import pending_clustering_groups
 from ingest.hudi.table.table import HudiTable
+from ingest.hudi.timeline.timeline import Timeline
+from ingest.hudi.timeline.timeline_layout import TimelineLayout
 from ingest.write.batch import LocalWriter
 from ingest.write.options import IndexOptions, IndexType, WriteOptions
 
@@ -144,3 +148,15 @@ def test_a_hudi_clustering_pending_then_completing_around_ingest_writes(hudi_tab
     w.write_round()
     assert w.ours() == w.expected()
     assert w.hudi_rs() == w.expected()
+
+
+def test_a_pending_clustering_caps_the_earliest_commit_to_retain():
+    """`CleanerUtils.getEarliestCommitToRetain`: "Earliest commit to retain must not be later than the earliest
+    pending commit", over 1.x's `getCommitsAndCompactionTimeline` (COMMIT, DELTA_COMMIT, REPLACE_COMMIT,
+    CLUSTERING, COMPACTION): the slices a pending clustering reads stay until it completes."""
+    names = [f"{t}_{t + 1}.deltacommit" for t in (100, 200, 300, 500, 600, 700)]
+    layout = TimelineLayout(2, ".hoodie/timeline")
+    settings = CleanSettings(commits_retained=2)
+    assert earliest_commit_to_retain(Timeline.from_file_names(names, layout), settings).timestamp == "600"
+    pending = Timeline.from_file_names([*names, "400.clustering.requested", "400.clustering.inflight"], layout)
+    assert earliest_commit_to_retain(pending, settings).timestamp == "300"

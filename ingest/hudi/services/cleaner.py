@@ -153,10 +153,11 @@ class CleanResult:
 
 
 def earliest_commit_to_retain(timeline: Timeline, settings: CleanSettings) -> Instant | None:
-    """`CleanerUtils.getEarliestCommitToRetain` for KEEP_LATEST_COMMITS."""
+    """`CleanerUtils.getEarliestCommitToRetain` for KEEP_LATEST_COMMITS, over `getCommitsAndCompactionTimeline`
+    (1.x's holds clusterings too: a pending one caps it, as any pending write does)."""
     if settings.policy is not CleanerPolicy.KEEP_LATEST_COMMITS:
         return None
-    commits = timeline.filter(actions=COMMIT_ACTIONS)
+    commits = timeline.filter(actions=(*COMMIT_ACTIONS, Action.CLUSTERING))
     done = [i for i in commits if i.is_completed]
     if len(done) <= settings.commits_retained:
         return None
