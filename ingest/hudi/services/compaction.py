@@ -242,8 +242,8 @@ def schedule(
     timeline = table.timeline()
     pending_writes = timeline.pending(*_PENDING_WRITES)
     if pending_writes:
-        log.info("not scheduling a compaction: writes %s are pending (the next writer rolls them back)",
-                 [i.timestamp for i in pending_writes])
+        log.info("not scheduling a compaction: %s pending (a failed write is rolled back by the next writer; "
+                 "a clustering completes with Hudi)", [f"{i.action.value} {i.timestamp}" for i in pending_writes])
         return None
     instant_time = timeline.new_instant_time()
     if not force and not needs_compaction(timeline, settings, instant_time):
