@@ -15,7 +15,7 @@ from ingest.hudi.log.log_block import BlockType, HeaderKey, LogBlock, encode_log
 from ingest.hudi.log.log_reader import iter_log_blocks
 from ingest.hudi.services import cleaner, compaction
 from ingest.hudi.timeline.instant import Action, Instant, State
-from ingest.hudi.timeline.timeline import read_instant
+from ingest.hudi.timeline.timeline import Timeline, read_instant
 
 
 def block(instant: str, compacted: str | None = None) -> LogBlock:
@@ -122,3 +122,11 @@ def test_the_cleaner_keeps_the_slice_a_pending_log_compaction_reads(tmp_path):
     assert needed <= data_files(w.path)
     assert not result or not set(result[0].deleted) & needed
     assert our_rows(w.path) == w.expected()
+
+
+def test_a_completed_log_compaction_counts_toward_the_compaction_trigger():
+    """`CompactionUtils.getDeltaCommitsSinceLatestCompaction` counts the delta commit timeline, where a log
+    compaction completes as `<t>.deltacommit`; a pending one is a `logcompaction` and does not count."""
+    names = ["100.deltacommit", "200.compaction.requested", "200.commit", "300.deltacommit",
+             "400.logcompaction.requested", "400.deltacommit", "500.logcompaction.requested"]
+    assert compaction.delta_commits_since_compaction(Timeline.from_file_names(names)) == (2, "200")

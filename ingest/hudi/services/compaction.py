@@ -113,8 +113,10 @@ def _last_compaction(timeline: Timeline) -> Instant | None:
 
 def delta_commits_since_compaction(timeline: Timeline) -> tuple[int, str] | None:
     """(delta commits after the latest completed compaction, the instant they count from), as
-    `CompactionUtils.getDeltaCommitsSinceLatestCompaction`; None when there is no delta commit."""
-    deltas = timeline.filter(actions=[Action.DELTA_COMMIT])
+    `CompactionUtils.getDeltaCommitsSinceLatestCompaction`; None when there is no delta commit. A completed
+    log compaction is a `.deltacommit` on Hudi's timeline, and counts."""
+    deltas = [i for i in timeline if i.action is Action.DELTA_COMMIT
+              or (i.action is Action.LOG_COMPACTION and i.is_completed)]
     last = _last_compaction(timeline)
     if last is not None:
         return sum(1 for d in deltas if d.timestamp > last.timestamp), last.timestamp
