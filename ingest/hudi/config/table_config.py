@@ -137,6 +137,8 @@ class TableConfigKey(Enum):
     PAYLOAD_CLASS = ConfigKey("hoodie.compaction.payload.class", OVERWRITE_WITH_LATEST_PAYLOAD)
     RECORD_MERGER_STRATEGY = ConfigKey("hoodie.compaction.record.merger.strategy", DEFAULT_MERGER_STRATEGY)
     ARCHIVELOG_FOLDER = ConfigKey("hoodie.archivelog.folder", "archived")
+    CDC_ENABLED = ConfigKey("hoodie.table.cdc.enabled", "false", _bool, "Change-data-capture log files per write.")
+    BOOTSTRAP_BASE_PATH = ConfigKey("hoodie.bootstrap.base.path", doc="Where a bootstrapped table's source files are.")
     CREATE_SCHEMA = ConfigKey("hoodie.table.create.schema", doc="Avro schema at creation, no meta fields.")
     BASE_FILE_FORMAT = ConfigKey("hoodie.table.base.file.format", "PARQUET")
     TABLE_FORMAT = ConfigKey("hoodie.table.format", "native", doc="Table version 9: native, or another format's.")
@@ -337,6 +339,7 @@ class TableConfig:
                 f"{', '.join(map(str, READABLE_VERSIONS))})"
             )
         self._check_table_type(where)
+        self._check_files_written(where)
         partial = self.get(TableConfigKey.PARTIAL_UPDATE_MODE)
         if partial.upper() != "NONE":
             # `HoodieTableConfig.PARTIAL_UPDATE_MODE`: with IGNORE_DEFAULTS or FILL_UNAVAILABLE, Hudi's readers
@@ -348,6 +351,29 @@ class TableConfig:
             raise UnsupportedTable(f"{where}: {TableConfigKey.POPULATE_META_FIELDS.key}="
                                    f"{self.raw(TableConfigKey.POPULATE_META_FIELDS)}: ingest writes tables with "
                                    "meta fields only")
+
+    def _check_files_written(self, where: str) -> None:
+        """Refuse, naming the property, a table whose files Hudi's writers write differently from ingest:
+        with change-data-capture log files beside every write (`HoodieTableConfig.CDC_ENABLED`,
+        `HoodieCDCLogger`; CDC queries would miss ingest's changes), bootstrapped from files elsewhere
+        (`BOOTSTRAP_BASE_PATH`: skeleton base files joined with the source's at read time), without the
+        partition columns in its data files (`DROP_PARTITION_COLUMNS`), or archiving into another folder
+        than `.hoodie/archived` at version 6 (`ARCHIVELOG_FOLDER`; Hudi would not find what ingest archived)."""
+        refusals = []
+        if self.get(TableConfigKey.CDC_ENABLED):
+            refusals.append((TableConfigKey.CDC_ENABLED, "ingest writes no change-data-capture log files"))
+        if self.raw(TableConfigKey.BOOTSTRAP_BASE_PATH):
+            refusals.append((TableConfigKey.BOOTSTRAP_BASE_PATH, "ingest does not read or write bootstrapped "
+                                                                 "tables' skeleton files"))
+        if self.get(TableConfigKey.DROP_PARTITION_COLUMNS):
+            refusals.append((TableConfigKey.DROP_PARTITION_COLUMNS, "ingest writes the partition columns into "
+                                                                    "the data files"))
+        folder = self.raw(TableConfigKey.ARCHIVELOG_FOLDER)
+        if not self.table_version.lsm_history and folder not in (None, "", "archived"):
+            refusals.append((TableConfigKey.ARCHIVELOG_FOLDER, "ingest archives into .hoodie/archived"))
+        if refusals:
+            key, why = refusals[0]
+            raise UnsupportedTable(f"{where}: {key.key}={self.raw(key)} cannot be written ({why})")
 
     def _check_merge_written(self, where: str) -> None:
         """Refuse a table whose records Hudi merges in a way ingest's writes and compactions do not: a
