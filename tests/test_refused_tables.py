@@ -3,6 +3,7 @@ nothing behind: the same answer from `ingest validate-config`, the jobs and the 
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -13,6 +14,10 @@ from service_tables import HUDI_SETTINGS, options_for
 
 from ingest import cli
 from ingest.errors import UnsupportedTable
+from ingest.hudi.config.service_settings import CleanSettings, CompactionSettings, ServiceSettings
+from ingest.hudi.services import archiver, cleaner, compaction
+from ingest.hudi.table.table import HudiTable
+from ingest.hudi.timeline.instant import Action
 from ingest.write.batch import LocalWriter
 from ingest.write.options import IndexOptions, IndexType, WriteOptions
 
@@ -115,4 +120,44 @@ def test_a_table_ingest_cannot_write_is_refused_naming_its_property(tmp_path, ca
     before = files(table)
     with pytest.raises(UnsupportedTable, match=re.escape(says.split(":")[0])):
         LocalWriter(options).write(rows())
+    assert files(table) == before
+
+
+@pytest.mark.parametrize("version, marker", [(6, "file"), (8, "file"), (9, "file"), (6, "commit")])
+def test_a_table_whose_schema_hudi_evolved_on_read_is_refused(tmp_path, capsys, version, marker):
+    """Hudi's schema on read (`hoodie.schema.on.read.enable`, `ALTER TABLE ... RENAME COLUMN`) keeps an
+    InternalSchema history in `.hoodie/.schema/` (`FileBasedInternalSchemaStorageManager`) and the latest
+    schema in each commit's `latest_schema` (`SerDeHelper.LATEST_SCHEMA`); readers map old files' columns by
+    field id from the latest schema-changing commit's (`TableSchemaResolver.getTableInternalSchemaFromCommitMetadata`).
+    A commit without it, as ingest writes them, would drop that mapping: validation, the writer and every
+    table service refuse such a table before anything is written."""
+    table = tmp_path / "trips"
+    options = WriteOptions(str(table), "trips", hudi={**HUDI_SETTINGS, "hoodie.write.table.version": str(version)},
+                           index=IndexOptions(type=IndexType.KEY))
+    LocalWriter(options).write(rows())
+    hudi_table = HudiTable.open(str(table))
+    last = hudi_table.timeline().last_completed(Action.DELTA_COMMIT)
+    history = json.dumps({"schemas": [{"max_column_id": 8, "version_id": int(last.timestamp), "type": "record",
+                                       "fields": [{"id": 5, "name": "uuid", "optional": False, "type": "string"}]}]})
+    if marker == "file":
+        (table / ".hoodie" / ".schema").mkdir()
+        (table / ".hoodie" / ".schema" / f"{last.timestamp}.schemacommit").write_text(history)
+        says = f".hoodie/.schema/{last.timestamp}.schemacommit"
+    else:
+        path = table / ".hoodie" / f"{last.timestamp}.deltacommit"
+        metadata = json.loads(path.read_text())
+        metadata["extraMetadata"]["latest_schema"] = history
+        path.write_text(json.dumps(metadata, indent=2))
+        says = f"deltacommit {last.timestamp} carries latest_schema"
+    line = refused(capsys, pipeline(tmp_path, table, {"hoodie.write.table.version": str(version)}), table)
+    assert f"its schema was evolved by Hudi's schema on read ({says})" in line
+    before = files(table)
+    with pytest.raises(UnsupportedTable, match=re.escape(says)):
+        LocalWriter(options).write(rows())
+    with pytest.raises(UnsupportedTable, match=re.escape(says)):
+        compaction.schedule(HudiTable.open(str(table)), CompactionSettings(), force=True)
+    with pytest.raises(UnsupportedTable, match=re.escape(says)):
+        cleaner.clean(HudiTable.open(str(table)), CleanSettings(), force=True)
+    with pytest.raises(UnsupportedTable, match=re.escape(says)):
+        archiver.archive(HudiTable.open(str(table)), ServiceSettings())
     assert files(table) == before

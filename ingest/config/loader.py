@@ -893,6 +893,7 @@ class _Resolver:
             hudi_table = HudiTable(storage, existing)
             timeline = hudi_table.timeline()
             hudi_table.schema(timeline)  # the latest commit parses: writers build on it
+            hudi_table.check_no_schema_history(timeline)
             slices = hudi_table.view(timeline).latest_writer_slices()
         except UnsupportedTable as e:
             raise ConfigError(str(e).removeprefix(f"{table.path}: "), source=properties) from None

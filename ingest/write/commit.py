@@ -180,7 +180,7 @@ def begin(
 ) -> Transaction | None:
     """Start a commit; None when `batch` was already committed (a replay after a restart)."""
     timeline = table.timeline()
-    refuse_pending_restore(timeline, table.base_url)
+    refuse_pending_restore(timeline, table.base_url)  # as checked before the lease, but under it
     metadata_table.remove(table)  # it would go stale: Hudi's readers would miss what we write
     if batch is not None:
         done = committed_batch(table, timeline, batch.checkpoint_id)

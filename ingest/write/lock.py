@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from ingest.errors import ConcurrentWriterError, TableNotFound
 from ingest.hudi.config.table_config import TableConfig
 from ingest.hudi.table.lock_provider import FileSystemLock, LockSettings
-from ingest.hudi.timeline.timeline import AUX_FOLDER
+from ingest.hudi.table.table import HudiTable
+from ingest.hudi.timeline.timeline import AUX_FOLDER, refuse_pending_restore
 from ingest.liveness import ProcessIdentity
 from ingest.storage import Storage
 from ingest.write.options import WriteOptions
@@ -40,11 +41,17 @@ _EPOCH_RE = re.compile(r"^writer\.(\d{10})\.json$")
 
 
 def _refuse_unwritable(storage: Storage) -> None:
+    """Before the lease is taken (so a refused table is left as it was): what the table is made of,
+    a restore pending on it, or a schema Hudi evolved on read."""
     try:
         config = TableConfig.load(storage)
     except TableNotFound:
         return  # the writer creates it
     config.check_writable(storage.base_url)
+    table = HudiTable(storage, config)
+    timeline = table.timeline()
+    refuse_pending_restore(timeline, storage.base_url)
+    table.check_no_schema_history(timeline)
 
 
 @dataclass(frozen=True)

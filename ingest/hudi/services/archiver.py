@@ -360,6 +360,7 @@ def archive(table: HudiTable, settings: ServiceSettings, *, fence: Callable[[], 
     storage = table.storage
     timeline = table.timeline()
     refuse_pending_restore(timeline, table.base_url)
+    table.check_no_schema_history(timeline)
     instants = instants_to_archive(table, timeline, settings)
     if not instants:
         return ArchiveResult()

@@ -90,11 +90,14 @@ _PENDING_WRITES = (Action.DELTA_COMMIT, Action.COMMIT, Action.REPLACE_COMMIT, Ac
 def check_writable(table: HudiTable, service: str = "compaction") -> None:
     """Table services write what writers write (Merge-On-Read), and only at the versions whose plans and
     metadata ingest writes for them (`TableVersion.runs`: today every service at 6, 8 and 9): a table
-    opened for reading may be one they must not touch."""
+    opened for reading may be one they must not touch. Nor do they run while a restore is pending, or on
+    a table whose schema Hudi evolved on read (`HudiTable.check_no_schema_history`)."""
     table.config.check_supported(table.base_url, write=True)
     if not table.version.runs(service):
         raise UnsupportedTable(services_refusal(table, service))
-    refuse_pending_restore(table.timeline(), table.base_url)
+    timeline = table.timeline()
+    refuse_pending_restore(timeline, table.base_url)
+    table.check_no_schema_history(timeline)
 
 
 def services_refusal(table: HudiTable, service: str) -> str:

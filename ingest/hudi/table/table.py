@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from ingest.errors import TableConfigConflict, TableNotFound, TimelineError
+from ingest.errors import TableConfigConflict, TableNotFound, TimelineError, UnsupportedTable
 from ingest.hudi.avro import schema as avro
 from ingest.hudi.config import properties_file
 from ingest.hudi.config.table_config import PROPERTIES_PATH, TableConfig, TableConfigKey
@@ -28,6 +28,13 @@ from ingest.hudi.timeline.timeline_layout import TimelineLayout
 from ingest.storage import Storage
 
 SCHEMA_KEY = "schema"
+# Hudi's schema-on-read (`hoodie.schema.on.read.enable`): the InternalSchema history folder
+# (`FileBasedInternalSchemaStorageManager.SCHEMA_NAME`) and the commit metadata key of the latest one
+# (`SerDeHelper.LATEST_SCHEMA`).
+SCHEMA_HISTORY_FOLDER = f"{METAFOLDER}/.schema"
+# Completed instants whose metadata may say the table's schema.
+_SCHEMA_WRITES = (Action.DELTA_COMMIT, Action.COMMIT, Action.COMPACTION, Action.REPLACE_COMMIT, Action.CLUSTERING)
+LATEST_SCHEMA_KEY = "latest_schema"
 T = TypeVar("T")
 
 
@@ -157,6 +164,26 @@ class HudiTable:
             self._completed_parsed[key] = parsed
         return parsed
 
+    def check_no_schema_history(self, timeline: Timeline) -> None:
+        """Refuse writing a table whose schema Hudi evolved on read (renames, drops, type changes): its
+        readers then map old files' columns by field id from the InternalSchema history
+        (`TableSchemaResolver.getTableInternalSchemaFromCommitMetadata`, `InternalSchemaCache`), and take the
+        latest schema-changing commit's `latest_schema`. A commit without one (as ingest writes them) drops
+        that mapping, so renamed columns read as null, and writers that follow assign field ids anew."""
+        found = next((e.name for e in self.storage.list(SCHEMA_HISTORY_FOLDER) if not e.is_dir), None)
+        marker = f"{SCHEMA_HISTORY_FOLDER}/{found}" if found else None
+        if marker is None:
+            for instant in reversed(timeline.completed(*_SCHEMA_WRITES)):
+                metadata = self.commit_metadata(instant)
+                if LATEST_SCHEMA_KEY in metadata.extra_metadata:
+                    marker = f"{instant.action.value} {instant.timestamp} carries {LATEST_SCHEMA_KEY}"
+                if marker or metadata.schema:
+                    break
+        if marker:
+            raise UnsupportedTable(f"{self.base_url}: its schema was evolved by Hudi's schema on read ({marker}): "
+                                   "ingest evolves schemas by column name and would make Hudi's readers lose the "
+                                   "mapping of renamed or dropped columns; not written")
+
     def replaced_file_groups(self, timeline: Timeline, as_of: str | None = None,
                              before: str | None = None) -> frozenset[tuple[str, str]]:
         """Groups retired by completed replacecommits at or before `as_of` (Hudi's
@@ -182,8 +209,7 @@ class HudiTable:
     def schema(self, timeline: Timeline | None = None, as_of: str | None = None) -> avro.AvroSchema | None:
         """The table's Avro schema (no meta fields): from the latest commit as of `as_of`, else at creation."""
         timeline = timeline or self.timeline()
-        for instant in reversed(timeline.completed(Action.DELTA_COMMIT, Action.COMMIT, Action.COMPACTION,
-                                                   Action.REPLACE_COMMIT, Action.CLUSTERING)):
+        for instant in reversed(timeline.completed(*_SCHEMA_WRITES)):
             if as_of is not None and instant.timestamp > as_of:
                 continue
             text = self.commit_metadata(instant).schema
