@@ -186,3 +186,38 @@ def test_hfile_blocks_are_refused_not_corrupt():
     block = LogBlock(BlockType.HFILE_DATA, data_block_header("001", V1), b"HFILE")
     with pytest.raises(UnsupportedTable):
         decode_block(block)
+
+
+def test_a_partial_update_block_is_refused_not_read_as_whole_records():
+    """`KeyBasedFileGroupRecordBuffer.processDataBlock` (1.x): a block with `IS_PARTIAL=true` (Spark's MERGE
+    INTO assigning some columns, `hoodie.write.partial.update.schema`) holds records of the columns it sets,
+    merged field by field into the key's previous version; read as whole records, every other column would
+    come back null. ingest does not merge partial records, and says so."""
+    partial = {**V1, "fields": [V1["fields"][1]]}
+    content = encode_avro_records([{"n": 5}], partial)
+    block = LogBlock(BlockType.AVRO_DATA, [*data_block_header("001", partial), (HeaderKey.IS_PARTIAL, "true")],
+                     content)
+    with pytest.raises(UnsupportedTable, match=r"AVRO_DATA block at offset .* \(instant 001\) holds partial updates"):
+        decode_block(block, V1)
+    assert decode_block(LogBlock(BlockType.AVRO_DATA, [*data_block_header("001", partial),
+                                                       (HeaderKey.IS_PARTIAL, "false")], content), V1).records
+
+
+OPERATION = {**V1, "fields": [{"name": "_hoodie_operation", "type": ["null", "string"], "default": None},
+                              *V1["fields"]]}
+
+
+def test_records_an_operation_field_marks_as_deletes_are_refused():
+    """`HoodieAppendHandle.prepareRecord` with `hoodie.allow.operation.metadata.field` (Flink's changelog mode)
+    writes a delete as a data record whose `_hoodie_operation` is D (and an update's old image as -U); 1.x's
+    readers take both for deletes (`isDeleteHoodieOperation`). Read as data they would stay live. Blocks of
+    inserts and updates only read as before, without the field."""
+    kept = encode_avro_records([{"_hoodie_operation": "I", "id": "a", "n": 1},
+                                {"_hoodie_operation": "U", "id": "b", "n": 2}], OPERATION)
+    assert decode_block(avro_data_block("001", OPERATION, kept), V1).records == (
+        {"id": "a", "n": 1}, {"id": "b", "n": 2})
+    for op in ("D", "-U"):
+        content = encode_avro_records([{"_hoodie_operation": "I", "id": "a", "n": 1},
+                                       {"_hoodie_operation": op, "id": "b", "n": 2}], OPERATION)
+        with pytest.raises(UnsupportedTable, match=f"_hoodie_operation is {op} "):
+            decode_block(avro_data_block("002", OPERATION, content), V1)

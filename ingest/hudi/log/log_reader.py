@@ -17,6 +17,7 @@ decoded separately (`decode_block`), where an undecodable content makes the bloc
 from __future__ import annotations
 
 import io
+import json
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -282,6 +283,35 @@ def _check_command(block: LogBlock) -> None:
         raise LogFormatError(f"command block carries {len(block.content)} content bytes; Hudi writes none")
 
 
+OPERATION_FIELD = "_hoodie_operation"  # HoodieRecord.OPERATION_METADATA_FIELD
+_DELETING_OPERATIONS = ("D", "-U")   # HoodieOperation.isDelete / isUpdateBefore
+
+
+def _refuse_merge_semantics(block: LogBlock) -> None:
+    """Refuse a data block whose records Hudi merges otherwise than whole and by key: a partial update
+    (`IS_PARTIAL`: `KeyBasedFileGroupRecordBuffer` merges it field by field into the previous version),
+    or records whose operation metadata field says they delete (`hoodie.allow.operation.metadata.field`,
+    Flink's changelog mode: `HoodieAppendHandle` writes deletes as data records with operation D, which
+    1.x's readers take for deletes, `isDeleteHoodieOperation`)."""
+    where = f"{block.block_type.name} block at offset {block.offset} (instant {block.instant_time})"
+    if (block.get(HeaderKey.IS_PARTIAL) or "").lower() == "true":
+        raise UnsupportedTable(f"{where} holds partial updates (IS_PARTIAL, as Spark's MERGE INTO writes "
+                               "them): ingest does not merge partial records")
+    schema = block.schema
+    if schema is None or OPERATION_FIELD not in schema:
+        return
+    writer = json.loads(schema)
+    fields = [f for f in writer.get("fields", []) if f.get("name") == OPERATION_FIELD]
+    if not fields:
+        return
+    operations = decode_data_block(block, {**writer, "fields": fields})
+    deleting = sorted({r.get(OPERATION_FIELD) for r in operations} & set(_DELETING_OPERATIONS))
+    if deleting:
+        raise UnsupportedTable(f"{where} holds records whose {OPERATION_FIELD} is {', '.join(deleting)} "
+                               "(Hudi's operation metadata field, Flink changelog mode): ingest does not merge "
+                               "by operation")
+
+
 def decode_block(block: LogBlock, reader_schema: AvroSchema | str | None = None) -> DecodedBlock:
     """Decode a block's content; a content that does not decode exactly yields a CORRUPT block.
 
@@ -302,6 +332,7 @@ def decode_block(block: LogBlock, reader_schema: AvroSchema | str | None = None)
             raise UnsupportedTable(
                 f"HFILE_DATA block at offset {block.offset}: metadata-table blocks are not decoded"
             )
+        _refuse_merge_semantics(block)
         return DecodedBlock(block, records=tuple(decode_data_block(block, reader_schema)))
     except LogFormatError as e:
         reason = f"{block.block_type.name} block does not decode: {e}"
