@@ -225,3 +225,23 @@ def test_nothing_is_written_while_a_restore_is_pending(tmp_path, state):
                                                                  "hoodie.keep.min.commits": "2",
                                                                  "hoodie.keep.max.commits": "3"}))
     assert (data_files(w.path), sorted(e.name for e in storage.list(".hoodie"))) == before
+
+
+@pytest.mark.parametrize("version", [8, 9])
+def test_a_savepoint_moves_no_log_file_between_slices(tmp_path, version):
+    """At 8 and 9 a log file belongs to the slice current when its deltacommit completed
+    (`CompletionTimeQueryViewV2`, keyed by the write's own time). A savepoint of that deltacommit completes
+    later under the same time; the log file stays where it was."""
+    rng = random.Random(7)
+    w = ModelWriter(tmp_path / "t", version=version)
+    saved_at = w.write(random_batch(rng, 0, keys=8, size=6))
+    grow(w, rng, 1, 8)
+
+    def slices():
+        return sorted((g.partition_path, g.file_id, tuple((s.base_instant, tuple(lf.name.name for lf in s.log_files))
+                                                          for s in g.slices)) for g in w.table.view().file_groups())
+
+    before = slices()
+    savepoint(w.table, saved_at)
+    assert slices() == before
+    assert our_rows(w.path) == w.expected()

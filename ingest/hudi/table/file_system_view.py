@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 
 from ingest.hudi.table.file_names import PARTITION_METADATA, BaseFileName, LogFileName
 from ingest.hudi.timeline.instant import Action, State
-from ingest.hudi.timeline.timeline import METAFOLDER, Timeline
+from ingest.hudi.timeline.timeline import METAFOLDER, VISIBLE_WHEN_COMPLETED, Timeline
 from ingest.storage import FileInfo, Storage
 
 
@@ -183,8 +183,11 @@ class FileSystemView:
         completed = timeline.completed_write_timestamps()
         # A legacy instant's file name does not say when it completed, nor is an instant that left the
         # active timeline listed: their own time stands in for the completion time.
+        # Of the writes only (`CompletionTimeQueryViewV2` maps a write's own time): a savepoint shares its
+        # commit's time but completed later.
         completion = {
-            i.timestamp: i.completion_time or i.timestamp for i in timeline.instants if i.timestamp in completed
+            i.timestamp: i.completion_time or i.timestamp for i in timeline.instants
+            if i.timestamp in completed and i.action in VISIBLE_WHEN_COMPLETED
         }
         groups: list[FileGroup] = []
         for partition, entries in sorted(listing.items()):
