@@ -25,6 +25,7 @@ from ingest.hudi.table.table import HudiTable
 from ingest.hudi.timeline.instant import Action, Instant, State
 from ingest.hudi.timeline.timeline import Timeline, complete, read_instant
 from ingest.hudi.timeline.timeline_layout import LAYOUT_1, TimelineLayout
+from ingest.write import index_bootstrap
 
 # Hudi's `HoodieRestorePlan.avsc`, as `RestorePlanActionExecutor` writes it to `<t>.restore.requested`.
 RESTORE_PLAN = {"type": "record", "name": "HoodieRestorePlan", "namespace": "org.apache.hudi.avro.model", "fields": [
@@ -245,3 +246,36 @@ def test_a_savepoint_moves_no_log_file_between_slices(tmp_path, version):
     savepoint(w.table, saved_at)
     assert slices() == before
     assert our_rows(w.path) == w.expected()
+
+
+def test_the_key_index_is_rebuilt_after_a_restore_or_a_rollback_of_a_write_it_covers(tmp_path):
+    """`rollback_to_savepoint` (`BaseRestoreActionExecutor`) and `hudi-cli commit rollback` undo completed
+    writes: the key index's segments of them, or the base segments stamped with the latest of them, no longer
+    show, and the versions those writes replaced are live again. A rollback of a write that never completed
+    (every writer's recovery) changes no key and rebuilds nothing."""
+    rng = random.Random(8)
+    w = ModelWriter(tmp_path / "t")
+    instants = [w.write(random_batch(rng, n, keys=8, size=6)) for n in range(3)]
+    table = w.table
+    manifest = index_bootstrap.Manifest.read(table)
+    assert manifest.as_of == instants[-1]
+
+    def rollback_of(target: str) -> str:
+        timeline = table.timeline()
+        at = timeline.new_instant_time()
+        table.storage.write(f".hoodie/{at}.rollback.requested", b"")
+        table.storage.write(f".hoodie/{at}.rollback.inflight", b"")
+        complete(table.storage, Instant(at, Action.ROLLBACK, State.INFLIGHT), avro_models.serialize(
+            avro_models.ROLLBACK_METADATA, {"startRollbackTime": at, "timeTakenInMillis": 1, "totalFilesDeleted": 0,
+                                            "commitsRollback": [target], "partitionMetadata": {}, "version": 1}),
+                 timeline=timeline)
+        return at
+
+    failed = rollback_of(table.timeline().new_instant_time())  # a write after the index's, never completed
+    assert index_bootstrap.undone_writes(table, table.timeline(), manifest) == []
+    undone = rollback_of(instants[1])
+    assert index_bootstrap.undone_writes(table, table.timeline(), manifest) == [undone]
+    assert failed < undone
+    restore = table.timeline().new_instant_time()
+    table.storage.write(f".hoodie/{restore}.restore", b"")
+    assert index_bootstrap.undone_writes(table, table.timeline(), manifest) == [undone, restore]

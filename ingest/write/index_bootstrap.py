@@ -16,13 +16,14 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from ingest.hudi.avro import avro_models
 from ingest.hudi.avro import schema as avro
 from ingest.hudi.keygen.bucket_index import bucket_id_from_file_id
 from ingest.hudi.table.file_system_view import FileSlice
 from ingest.hudi.table.snapshot import ReadContext, read_slice
 from ingest.hudi.table.table import HudiTable
 from ingest.hudi.timeline.instant import Action
-from ingest.hudi.timeline.timeline import Timeline
+from ingest.hudi.timeline.timeline import Timeline, read_instant
 from ingest.index import key_state as ks
 from ingest.phases import phase
 from ingest.write.commit import WRITER_KEY
@@ -74,7 +75,8 @@ def layout(options: WriteOptions) -> dict:
 
 def foreign_commits(table: HudiTable, timeline: Timeline, manifest: Manifest) -> list[str]:
     """Writes completed since `manifest` that ingest did not make (compactions add no keys): those
-    after its instant, and those pending when it was written."""
+    after its instant, and those pending when it was written; and since then, restores and rollbacks
+    that undid a write it covers."""
     out = []
     pending = set(manifest.pending)
     for instant in timeline.completed(*KEY_WRITES):
@@ -84,6 +86,25 @@ def foreign_commits(table: HudiTable, timeline: Timeline, manifest: Manifest) ->
         if meta.compacted or WRITER_KEY in meta.extra_metadata:
             continue
         out.append(instant.timestamp)
+    return out + undone_writes(table, timeline, manifest)
+
+
+def undone_writes(table: HudiTable, timeline: Timeline, manifest: Manifest) -> list[str]:
+    """Restores, and rollbacks of a completed write the index covers, completed since `manifest`: the
+    index's segments of that write (or the base segments stamped with it) no longer show, and what the
+    write replaced is live again (`hudi-cli commit rollback`, `rollback_to_savepoint`). Rollbacks of
+    writes that never completed, as writers roll back failed attempts, change no key."""
+    out = []
+    for instant in timeline.completed(Action.RESTORE, Action.ROLLBACK):
+        if instant.timestamp <= manifest.as_of:
+            continue
+        if instant.action is Action.RESTORE:
+            out.append(instant.timestamp)
+            continue
+        data = read_instant(table.storage, instant, timeline.layout)
+        targets = avro_models.deserialize(data, avro_models.ROLLBACK_METADATA).get("commitsRollback") if data else ()
+        if any(t <= manifest.as_of and t not in manifest.pending for t in targets or ()):
+            out.append(instant.timestamp)
     return out
 
 
