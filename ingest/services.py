@@ -38,7 +38,7 @@ from ingest.hudi.table.lock_provider import LockSettings
 from ingest.hudi.table.table import HudiTable
 from ingest.hudi.timeline.heartbeat import HeartbeatSettings
 from ingest.hudi.timeline.instant import Action, Instant, State, check_instant_time
-from ingest.hudi.timeline.timeline import read_instant
+from ingest.hudi.timeline.timeline import read_instant, refuse_pending_restore
 from ingest.write import commit
 from ingest.write.lock import WriterLock
 
@@ -236,6 +236,7 @@ def rollback_instant(target: Target, instant_time: str, *, lease_expiry_seconds:
     table = _table(target, storage_options, None)
     with _lease(table, lease_expiry_seconds):
         timeline = table.timeline()
+        refuse_pending_restore(timeline, table.base_url)  # its rollbacks are the restore's to finish
         instant = timeline.get(instant_time)
         if instant is None:
             raise TimelineError(f"{table.base_url}: no instant {instant_time} on the active timeline")

@@ -12,6 +12,7 @@ import fastavro
 import pytest
 from service_tables import ModelWriter, data_files, hudi_rs_rows, our_rows, random_batch
 
+from ingest import services
 from ingest.errors import TimelineError
 from ingest.hudi.avro import avro_models
 from ingest.hudi.config.service_settings import (
@@ -225,6 +226,9 @@ def test_nothing_is_written_while_a_restore_is_pending(tmp_path, state):
         archiver.archive(w.table, ServiceSettings.from_mapping({"hoodie.cleaner.commits.retained": "1",
                                                                  "hoodie.keep.min.commits": "2",
                                                                  "hoodie.keep.max.commits": "3"}))
+    pending_write = w.table.timeline().completed(Action.DELTA_COMMIT)[-1].timestamp
+    with pytest.raises(TimelineError, match="pending restore"):  # `ingest rollback`: the restore's to finish
+        services.rollback_instant(w.path, pending_write)
     assert (data_files(w.path), sorted(e.name for e in storage.list(".hoodie"))) == before
 
 
