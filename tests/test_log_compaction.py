@@ -130,3 +130,14 @@ def test_a_completed_log_compaction_counts_toward_the_compaction_trigger():
     names = ["100.deltacommit", "200.compaction.requested", "200.commit", "300.deltacommit",
              "400.logcompaction.requested", "400.deltacommit", "500.logcompaction.requested"]
     assert compaction.delta_commits_since_compaction(Timeline.from_file_names(names)) == (2, "200")
+
+
+def test_archival_counts_completed_log_compactions_as_the_trigger_does():
+    """`CompactionUtils.getEarliestInstantToRetainForCompaction` takes the count and the instants from one delta
+    commit timeline (`deltaCommitTimeline...limit(numDeltaCommits - maxDeltaCommits + 1)`), completed log
+    compactions among them."""
+    names = ["100.compaction.requested", "100.commit", "200.deltacommit", "300.logcompaction.requested",
+             "300.deltacommit", "400.deltacommit", "500.logcompaction.requested", "500.deltacommit",
+             "600.logcompaction.requested", "600.deltacommit"]
+    settings = CompactionSettings(max_delta_commits=2)
+    assert compaction.earliest_instant_to_retain(Timeline.from_file_names(names), settings) == "500"

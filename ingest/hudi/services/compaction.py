@@ -114,12 +114,16 @@ def _last_compaction(timeline: Timeline) -> Instant | None:
     return timeline.last_completed(Action.COMPACTION, Action.COMMIT)
 
 
+def _delta_commits(timeline: Timeline) -> list[Instant]:
+    """Hudi's delta commit timeline: a completed log compaction is a `.deltacommit` there, and counts."""
+    return [i for i in timeline if i.action is Action.DELTA_COMMIT
+            or (i.action is Action.LOG_COMPACTION and i.is_completed)]
+
+
 def delta_commits_since_compaction(timeline: Timeline) -> tuple[int, str] | None:
     """(delta commits after the latest completed compaction, the instant they count from), as
-    `CompactionUtils.getDeltaCommitsSinceLatestCompaction`; None when there is no delta commit. A completed
-    log compaction is a `.deltacommit` on Hudi's timeline, and counts."""
-    deltas = [i for i in timeline if i.action is Action.DELTA_COMMIT
-              or (i.action is Action.LOG_COMPACTION and i.is_completed)]
+    `CompactionUtils.getDeltaCommitsSinceLatestCompaction`; None when there is no delta commit."""
+    deltas = _delta_commits(timeline)
     last = _last_compaction(timeline)
     if last is not None:
         return sum(1 for d in deltas if d.timestamp > last.timestamp), last.timestamp
@@ -159,8 +163,7 @@ def earliest_instant_to_retain(timeline: Timeline, settings: CompactionSettings)
     if count < settings.max_delta_commits:
         return since
     last = _last_compaction(timeline)
-    deltas = [d.timestamp for d in timeline.filter(actions=[Action.DELTA_COMMIT])
-              if last is None or d.timestamp > last.timestamp]
+    deltas = [d.timestamp for d in _delta_commits(timeline) if last is None or d.timestamp > last.timestamp]
     return deltas[count - settings.max_delta_commits]
 
 
