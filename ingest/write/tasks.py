@@ -614,7 +614,9 @@ def place_and_index(plan: WritePlan, tagged: pa.Table, buckets: Mapping[str, tup
     assigned = assign(tagged, buckets)
     rows = _where(assigned, pc.is_in(assigned.column(KIND), pa.array([UPSERT, DELETE])))
     if plan.clustering:
-        refuse_pending_clustering(plan, rows.column(pcb.PARTITION).to_pylist(), rows.column(FILE_ID).to_pylist())
+        planned = pc.is_in(rows.column(FILE_ID), value_set=pa.array(sorted({f for _, f in plan.clustering}), pa.string()))
+        hits = rows.select([pcb.PARTITION, FILE_ID]).filter(planned)
+        refuse_pending_clustering(plan, hits.column(pcb.PARTITION).to_pylist(), hits.column(FILE_ID).to_pylist())
     segments = write_state(plan, assigned).segments
     if not segments:
         return rows

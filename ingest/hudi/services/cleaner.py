@@ -326,8 +326,7 @@ def plan_clean(table: HudiTable, timeline: Timeline, settings: CleanSettings) ->
 def schedule(table: HudiTable, settings: CleanSettings, *, force: bool = False,
              fence: Callable[[], None] | None = None) -> str | None:
     """Request a clean when the trigger (or `force`) says so and there are files to delete."""
-    check_writable(table, "cleaning")
-    timeline = table.timeline()
+    timeline = check_writable(table, "cleaning")
     if not force and commits_since_last_clean(table, timeline) < settings.max_commits:
         return None
     plan = plan_clean(table, timeline, settings)
@@ -359,10 +358,9 @@ def _partition_stat(partitions: dict[str, dict], partition: str, policy: Cleaner
 
 def execute(table: HudiTable, instant_time: str) -> CleanResult:
     """Run the clean `instant_time` (requested, or inflight after a crash) to completion."""
-    check_writable(table, "cleaning")
     storage = table.storage
     started = time.monotonic()
-    instant = table.timeline().get(instant_time)
+    instant = check_writable(table, "cleaning").get(instant_time)
     if instant is None or instant.action is not Action.CLEAN:
         raise TimelineError(f"{table.base_url}: no clean {instant_time} on the timeline")
     if instant.is_completed:

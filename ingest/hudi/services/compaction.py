@@ -87,17 +87,19 @@ _MB = 1024 * 1024
 _PENDING_WRITES = (Action.DELTA_COMMIT, Action.COMMIT, Action.REPLACE_COMMIT, Action.CLUSTERING)
 
 
-def check_writable(table: HudiTable, service: str = "compaction") -> None:
+def check_writable(table: HudiTable, service: str = "compaction") -> Timeline:
     """Table services write what writers write (Merge-On-Read), and only at the versions whose plans and
     metadata ingest writes for them (`TableVersion.runs`: today every service at 6, 8 and 9): a table
     opened for reading may be one they must not touch. Nor do they run while a restore is pending, or on
-    a table whose schema Hudi evolved on read (`HudiTable.check_no_schema_history`)."""
+    a table whose schema Hudi evolved on read (`HudiTable.check_no_schema_history`). Returns the timeline
+    those were checked against, for the service to decide on."""
     table.config.check_supported(table.base_url, write=True)
     if not table.version.runs(service):
         raise UnsupportedTable(services_refusal(table, service))
     timeline = table.timeline()
     refuse_pending_restore(timeline, table.base_url)
     table.check_no_schema_history(timeline)
+    return timeline
 
 
 def services_refusal(table: HudiTable, service: str) -> str:
@@ -246,8 +248,7 @@ def schedule(
     Call it holding the writer lease and pass the lease's `check` as `fence`: it runs just before the
     plan is published, so a writer that lost its lease never schedules.
     """
-    check_writable(table)
-    timeline = table.timeline()
+    timeline = check_writable(table)
     pending_writes = timeline.pending(*_PENDING_WRITES)
     if pending_writes:
         log.info("not scheduling a compaction: %s pending (a failed write is rolled back by the next writer; "
@@ -447,9 +448,8 @@ def start_execution(table: HudiTable, instant_time: str, base_file_options: Base
                     *, heartbeat_expiry_seconds: float = 60.0) -> Execution | None:
     """Claim the compaction and move it inflight (clearing a crashed attempt's files first); None if it
     already completed. Raises ConcurrentWriterError while another live executor runs it."""
-    check_writable(table)
     storage = table.storage
-    instant = table.timeline().get(instant_time)
+    instant = check_writable(table).get(instant_time)
     if instant is None or instant.action is not Action.COMPACTION:
         raise TimelineError(f"{table.base_url}: no compaction {instant_time} on the timeline")
     if instant.is_completed:
