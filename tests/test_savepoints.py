@@ -191,14 +191,14 @@ def test_archival_keeps_a_replacecommit_whose_groups_a_savepoint_kept():
     assert archiver._earliest_to_retain_for_replaced_groups(timeline, guarded, file_versions) is None
 
 
-@pytest.mark.parametrize("state", ["requested", "inflight"])
-def test_nothing_is_written_while_a_restore_is_pending(tmp_path, state):
+@pytest.mark.parametrize("version, state", [(6, "requested"), (6, "inflight"), (8, "inflight"), (9, "requested")])
+def test_nothing_is_written_while_a_restore_is_pending(tmp_path, version, state):
     """`BaseHoodieWriteClient.startCommit`: "Found pending restore in active timeline. Please complete the
     restore fully before proceeding". A restore rolls back every instant after its savepoint from its plan
     (`RestorePlanActionExecutor`); a write, compaction, clean or archival in between is refused, and no file
     changes."""
     rng = random.Random(6)
-    w = ModelWriter(tmp_path / "t")
+    w = ModelWriter(tmp_path / "t", version=version)
     grow(w, rng, 0, 5)
     saved_at = w.table.timeline().completed(Action.DELTA_COMMIT)[1].timestamp
     savepoint(w.table, saved_at)
@@ -211,10 +211,11 @@ def test_nothing_is_written_while_a_restore_is_pending(tmp_path, state):
         "version": 2, "savepointToRestoreTimestamp": saved_at}])
     plan = plan.getvalue()
     storage = w.table.storage
-    storage.write(f".hoodie/{restore_at}.restore.requested", plan)
+    folder = w.table.layout.folder
+    storage.write(f"{folder}/{restore_at}.restore.requested", plan)
     if state == "inflight":
-        storage.write(f".hoodie/{restore_at}.restore.inflight", b"")
-    before = (data_files(w.path), sorted(e.name for e in storage.list(".hoodie")))
+        storage.write(f"{folder}/{restore_at}.restore.inflight", b"")
+    before = (data_files(w.path), sorted(e.name for e in storage.list(folder)))
 
     with pytest.raises(TimelineError, match="Found pending restore in active timeline.*" + restore_at):
         w.write(random_batch(rng, 9, keys=8, size=6))
@@ -229,7 +230,7 @@ def test_nothing_is_written_while_a_restore_is_pending(tmp_path, state):
     pending_write = w.table.timeline().completed(Action.DELTA_COMMIT)[-1].timestamp
     with pytest.raises(TimelineError, match="pending restore"):  # `ingest rollback`: the restore's to finish
         services.rollback_instant(w.path, pending_write)
-    assert (data_files(w.path), sorted(e.name for e in storage.list(".hoodie"))) == before
+    assert (data_files(w.path), sorted(e.name for e in storage.list(folder))) == before
 
 
 @pytest.mark.parametrize("version", [8, 9])
