@@ -28,12 +28,12 @@ from ingest.hudi.timeline.timeline_layout import TimelineLayout
 from ingest.storage import Storage
 
 SCHEMA_KEY = "schema"
+# Completed instants whose metadata may say the table's schema.
+_SCHEMA_WRITES = (Action.DELTA_COMMIT, Action.COMMIT, Action.COMPACTION, Action.REPLACE_COMMIT, Action.CLUSTERING)
 # Hudi's schema-on-read (`hoodie.schema.on.read.enable`): the InternalSchema history folder
 # (`FileBasedInternalSchemaStorageManager.SCHEMA_NAME`) and the commit metadata key of the latest one
 # (`SerDeHelper.LATEST_SCHEMA`).
 SCHEMA_HISTORY_FOLDER = f"{METAFOLDER}/.schema"
-# Completed instants whose metadata may say the table's schema.
-_SCHEMA_WRITES = (Action.DELTA_COMMIT, Action.COMMIT, Action.COMPACTION, Action.REPLACE_COMMIT, Action.CLUSTERING)
 LATEST_SCHEMA_KEY = "latest_schema"
 T = TypeVar("T")
 
