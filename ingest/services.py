@@ -151,6 +151,7 @@ def _checked(table: HudiTable, service: str | None) -> HudiTable:
         compaction.check_writable(table, service)
     else:
         table.config.check_supported(table.base_url, write=True)
+        refuse_pending_restore(table.timeline(), table.base_url)  # its rollbacks are the restore's to finish
     return table
 
 
@@ -236,7 +237,6 @@ def rollback_instant(target: Target, instant_time: str, *, lease_expiry_seconds:
     table = _table(target, storage_options, None)
     with _lease(table, lease_expiry_seconds):
         timeline = table.timeline()
-        refuse_pending_restore(timeline, table.base_url)  # its rollbacks are the restore's to finish
         instant = timeline.get(instant_time)
         if instant is None:
             raise TimelineError(f"{table.base_url}: no instant {instant_time} on the active timeline")

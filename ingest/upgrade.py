@@ -41,7 +41,7 @@ from ingest.hudi.table import metadata_table
 from ingest.hudi.table.lock_provider import LockSettings
 from ingest.hudi.table.table import HudiTable
 from ingest.hudi.timeline.instant import Action
-from ingest.hudi.timeline.timeline import METAFOLDER, UPGRADE_FOLDER
+from ingest.hudi.timeline.timeline import METAFOLDER, UPGRADE_FOLDER, refuse_pending_restore
 from ingest.hudi.timeline.timeline_layout import TimelineLayout
 from ingest.storage import Storage
 from ingest.write import commit
@@ -95,7 +95,10 @@ def _check(table: HudiTable, target: TableVersion) -> upgrade_properties.Propert
     TableConfig(changes.applied_to(dict(table.config.props))).check_supported(where, write=True)
     if not current.has_completion_times and _moving_started(table.storage):
         return changes  # steps 1 and 2 are done; what they needed was checked before they ran
-    clustering = table.timeline().pending(Action.REPLACE_COMMIT, Action.CLUSTERING)
+    timeline = table.timeline()
+    refuse_pending_restore(timeline, where)
+    table.check_no_schema_history(timeline)
+    clustering = timeline.pending(Action.REPLACE_COMMIT, Action.CLUSTERING)
     if clustering:
         raise UnsupportedTable(f"{where}: {clustering[0].action.value} {clustering[0].timestamp} is pending; Hudi's "
                                "compaction before the upgrade leaves its file groups alone (their log files would "

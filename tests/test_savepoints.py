@@ -215,6 +215,7 @@ def test_nothing_is_written_while_a_restore_is_pending(tmp_path, version, state)
     storage.write(f"{folder}/{restore_at}.restore.requested", plan)
     if state == "inflight":
         storage.write(f"{folder}/{restore_at}.restore.inflight", b"")
+    storage.write(".hoodie/metadata/.hoodie/hoodie.properties", b"hoodie.table.name=trips_metadata\n")
     before = (data_files(w.path), sorted(e.name for e in storage.list(folder)))
 
     with pytest.raises(TimelineError, match="Found pending restore in active timeline.*" + restore_at):
@@ -231,6 +232,7 @@ def test_nothing_is_written_while_a_restore_is_pending(tmp_path, version, state)
     with pytest.raises(TimelineError, match="pending restore"):  # `ingest rollback`: the restore's to finish
         services.rollback_instant(w.path, pending_write)
     assert (data_files(w.path), sorted(e.name for e in storage.list(folder))) == before
+    assert storage.exists(".hoodie/metadata/.hoodie/hoodie.properties")  # no metadata table removed either
 
 
 @pytest.mark.parametrize("version", [8, 9])

@@ -26,7 +26,7 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from ingest.errors import ConcurrentWriterError, TableNotFound
+from ingest.errors import ConcurrentWriterError, TableNotFound, TimelineError
 from ingest.hudi.config.table_config import TableConfig
 from ingest.hudi.table.lock_provider import FileSystemLock, LockSettings
 from ingest.hudi.table.table import HudiTable
@@ -42,14 +42,18 @@ _EPOCH_RE = re.compile(r"^writer\.(\d{10})\.json$")
 
 def _refuse_unwritable(storage: Storage) -> None:
     """Before the lease is taken (so a refused table is left as it was): what the table is made of,
-    a restore pending on it, or a schema Hudi evolved on read."""
+    a restore pending on it, or a schema Hudi evolved on read. A timeline an upgrade is moving is the
+    upgrade's (which takes this lease to finish it); writers meet it under the lease."""
     try:
         config = TableConfig.load(storage)
     except TableNotFound:
         return  # the writer creates it
     config.check_writable(storage.base_url)
     table = HudiTable(storage, config)
-    timeline = table.timeline()
+    try:
+        timeline = table.timeline()
+    except TimelineError:
+        return
     refuse_pending_restore(timeline, storage.base_url)
     table.check_no_schema_history(timeline)
 
