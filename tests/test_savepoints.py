@@ -9,6 +9,7 @@ import io
 import random
 
 import fastavro
+import pyarrow as pa
 import pytest
 from service_tables import ModelWriter, data_files, hudi_rs_rows, our_rows, random_batch
 
@@ -267,18 +268,21 @@ def test_the_key_index_is_rebuilt_after_a_restore_or_a_rollback_of_a_write_it_co
     manifest = index_bootstrap.Manifest.read(table)
     assert manifest.as_of == instants[-1]
 
-    def rollback_of(target: str) -> str:
+    def rollback_of(target: str, action: str = "deltacommit") -> str:
         timeline = table.timeline()
         at = timeline.new_instant_time()
         table.storage.write(f".hoodie/{at}.rollback.requested", b"")
         table.storage.write(f".hoodie/{at}.rollback.inflight", b"")
         complete(table.storage, Instant(at, Action.ROLLBACK, State.INFLIGHT), avro_models.serialize(
             avro_models.ROLLBACK_METADATA, {"startRollbackTime": at, "timeTakenInMillis": 1, "totalFilesDeleted": 0,
-                                            "commitsRollback": [target], "partitionMetadata": {}, "version": 1}),
+                                            "commitsRollback": [target], "partitionMetadata": {}, "version": 1,
+                                            "instantsRollback": [{"commitTime": target, "action": action}]}),
                  timeline=timeline)
         return at
 
     failed = rollback_of(table.timeline().new_instant_time())  # a write after the index's, never completed
+    # `HoodieTable.rollbackInflightCompaction`, before Hudi retries a compaction from its plan.
+    rollback_of(instants[0], "compaction")
     assert index_bootstrap.undone_writes(table, table.timeline(), manifest) == []
     undone = rollback_of(instants[1])
     assert index_bootstrap.undone_writes(table, table.timeline(), manifest) == [undone]
@@ -286,3 +290,6 @@ def test_the_key_index_is_rebuilt_after_a_restore_or_a_rollback_of_a_write_it_co
     restore = table.timeline().new_instant_time()
     table.storage.write(f".hoodie/{restore}.restore", b"")
     assert index_bootstrap.undone_writes(table, table.timeline(), manifest) == [undone, restore]
+    options, ordering = w.writer.options, pa.int64()
+    assert index_bootstrap.ensure(table, table.timeline(), options, ordering)  # rebuilt
+    assert not index_bootstrap.ensure(table, table.timeline(), options, ordering)  # once: it covers the restore

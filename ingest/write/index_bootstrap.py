@@ -89,11 +89,16 @@ def foreign_commits(table: HudiTable, timeline: Timeline, manifest: Manifest) ->
     return out + undone_writes(table, timeline, manifest)
 
 
+# Rolled back, these change no key: a compaction is retried from its plan (`rollbackInflightCompaction`).
+_KEYLESS = frozenset({Action.COMPACTION.value, Action.LOG_COMPACTION.value})
+
+
 def undone_writes(table: HudiTable, timeline: Timeline, manifest: Manifest) -> list[str]:
     """Restores, and rollbacks of a completed write the index covers, completed since `manifest`: the
     index's segments of that write (or the base segments stamped with it) no longer show, and what the
     write replaced is live again (`hudi-cli commit rollback`, `rollback_to_savepoint`). Rollbacks of
-    writes that never completed, as writers roll back failed attempts, change no key."""
+    writes that never completed, as writers roll back failed attempts, change no key; nor do rollbacks
+    of compactions (`instantsRollback` names their action)."""
     out = []
     for instant in timeline.completed(Action.RESTORE, Action.ROLLBACK):
         if instant.timestamp <= manifest.as_of:
@@ -102,8 +107,10 @@ def undone_writes(table: HudiTable, timeline: Timeline, manifest: Manifest) -> l
             out.append(instant.timestamp)
             continue
         data = read_instant(table.storage, instant, timeline.layout)
-        targets = avro_models.deserialize(data, avro_models.ROLLBACK_METADATA).get("commitsRollback") if data else ()
-        if any(t <= manifest.as_of and t not in manifest.pending for t in targets or ()):
+        metadata = avro_models.deserialize(data, avro_models.ROLLBACK_METADATA) if data else {}
+        named = metadata.get("instantsRollback") or [{"commitTime": t} for t in metadata.get("commitsRollback") or ()]
+        targets = [i["commitTime"] for i in named if i.get("action") not in _KEYLESS]
+        if any(t <= manifest.as_of and t not in manifest.pending for t in targets):
             out.append(instant.timestamp)
     return out
 
@@ -178,7 +185,10 @@ def rebuild(
                                             pa.array([latest.timestamp] * shard_rows.num_rows, pa.string()))
             # A base segment at the latest completed instant: visible at once.
             store.write_base(name, stamped, latest.timestamp)
-    manifest = Manifest.of(options, latest.timestamp if latest else "0", timeline)
+    # It covers what restores and rollbacks on `timeline` left, so they are not changes since.
+    undone = timeline.last_completed(Action.RESTORE, Action.ROLLBACK)
+    as_of = max(latest.timestamp if latest else "0", undone.timestamp if undone else "0")
+    manifest = Manifest.of(options, as_of, timeline)
     storage.write(MANIFEST, manifest.to_bytes())
     return manifest
 
