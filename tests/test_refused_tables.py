@@ -150,7 +150,7 @@ def test_a_table_whose_schema_hudi_evolved_on_read_is_refused(tmp_path, capsys, 
         path.write_text(json.dumps(metadata, indent=2))
         says = f"deltacommit {last.timestamp} carries latest_schema"
     line = refused(capsys, pipeline(tmp_path, table, {"hoodie.write.table.version": str(version)}), table)
-    assert f"its schema was evolved by Hudi's schema on read ({says})" in line
+    assert f"its schema is kept by Hudi's schema on read ({says})" in line
     before = files(table)
     with pytest.raises(UnsupportedTable, match=re.escape(says)):
         LocalWriter(options).write(rows())

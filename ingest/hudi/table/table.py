@@ -180,9 +180,9 @@ class HudiTable:
                 if marker or metadata.schema:
                     break
         if marker:
-            raise UnsupportedTable(f"{self.base_url}: its schema was evolved by Hudi's schema on read ({marker}): "
-                                   "ingest evolves schemas by column name and would make Hudi's readers lose the "
-                                   "mapping of renamed or dropped columns; not written")
+            raise UnsupportedTable(f"{self.base_url}: its schema is kept by Hudi's schema on read ({marker}): Hudi's "
+                                   "readers map its columns by field id, which ingest's commits do not carry (renamed "
+                                   "or dropped columns would be misread after them); not written")
 
     def replaced_file_groups(self, timeline: Timeline, as_of: str | None = None,
                              before: str | None = None) -> frozenset[tuple[str, str]]:
