@@ -11,7 +11,9 @@ import re
 
 from ingest.errors import IngestError
 
-_PYTHON_ERROR = re.compile(r"^(?:[\w.]+\.)?(\w+(?:Error|Exception)): (.+)$")
+# A Python error's last line: any `...Error` or `...Exception`, and every error of ingest's own (`ingest.errors`:
+# `UnsupportedTable`, `ClusteringConflict`, ...), named as the worker printed them.
+_PYTHON_ERROR = re.compile(r"^(?:ingest\.errors\.(\w+)|(?:[\w.]+\.)?(\w+(?:Error|Exception))): (.+)$")
 
 
 def is_spark_error(exc: BaseException) -> bool:
@@ -23,7 +25,8 @@ def spark_failure(exc: BaseException, what: str) -> IngestError:
     text = str(exc).split("JVM stacktrace:")[0]
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     inner = [m for m in (_PYTHON_ERROR.match(line) for line in lines) if m]
-    detail = f"{inner[-1].group(1)}: {inner[-1].group(2)}" if inner else (lines[0] if lines else type(exc).__name__)
+    detail = (f"{inner[-1].group(1) or inner[-1].group(2)}: {inner[-1].group(3)}" if inner
+              else lines[0] if lines else type(exc).__name__)
     error = IngestError(f"{what} failed: {detail}")
     error.__cause__ = exc
     return error
