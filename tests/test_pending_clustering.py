@@ -13,7 +13,7 @@ import pytest
 from model import Op
 from service_tables import HUDI_SETTINGS, FixtureWriter, data_files, hudi_rs_rows, our_rows, to_table
 
-from ingest.errors import ClusteringConflict
+from ingest.errors import ClusteringConflict, IngestError
 from ingest.hudi.avro import avro_models
 from ingest.hudi.config.service_settings import CleanSettings
 from ingest.hudi.services.cleaner import earliest_commit_to_retain
@@ -21,6 +21,7 @@ from ingest.hudi.services.clustering_plan import pending_clustering_groups
 from ingest.hudi.table.table import HudiTable
 from ingest.hudi.timeline.timeline import Timeline
 from ingest.hudi.timeline.timeline_layout import TimelineLayout
+from ingest.spark.sink import HudiSink
 from ingest.write.batch import LocalWriter
 from ingest.write.options import IndexOptions, IndexType, WriteOptions
 
@@ -160,3 +161,32 @@ def test_a_pending_clustering_caps_the_earliest_commit_to_retain():
     assert earliest_commit_to_retain(Timeline.from_file_names(names, layout), settings).timestamp == "600"
     pending = Timeline.from_file_names([*names, "400.clustering.requested", "400.clustering.inflight"], layout)
     assert earliest_commit_to_retain(pending, settings).timestamp == "300"
+
+
+def test_the_spark_sink_fails_the_batch_and_writes_it_once_the_clustering_is_gone(spark, tmp_path):
+    """In Spark the refusal comes from a write task, before it writes, as one error line naming Hudi's rule;
+    the batch is written when it runs again after the clustering completed or was rolled back."""
+    path = tmp_path / "t"
+    options = WriteOptions(table_path=str(path), table_name="trips", hudi=HUDI_SETTINGS,
+                           index=IndexOptions(type=IndexType.KEY, shards=2))
+    first = [Op(f"k{i}", "chennai" if i % 2 else "sao_paulo", 1, False, {"fare": float(i)}) for i in range(6)]
+    update = [Op("k1", "chennai", 2, False, {"fare": 10.0}), Op("k2", "sao_paulo", 2, False, {"fare": 20.0})]
+    with HudiSink(options, spark=spark) as sink:
+        sink(spark.createDataFrame(to_table(first)), 0)
+        table = HudiTable.open(str(path))
+        (chennai,) = [(s.partition_path, s.file_id) for s in table.view().latest_file_slices()
+                      if s.partition_path == "city=chennai"]
+        instant = table.timeline().new_instant_time()
+        schedule_clustering(table, instant, [chennai])
+        planned = files_of_groups(path, [chennai])
+        with pytest.raises(IngestError, match=r"writing batch 1 .* failed: ClusteringConflict: Not allowed to update "
+                                              r"the clustering file group"):
+            sink(spark.createDataFrame(to_table(update)), 1)
+        assert files_of_groups(path, [chennai]) == planned
+        for name in (f"{instant}.replacecommit.inflight", f"{instant}.replacecommit.requested"):
+            table.storage.delete(f".hoodie/{name}")  # Hudi rolls the clustering back
+        sink(spark.createDataFrame(to_table(update)), 1)
+    expected = {(o.key, o.partition, o.ts, o.values["fare"]) for o in first if o.key not in ("k1", "k2")}
+    expected |= {(o.key, o.partition, o.ts, o.values["fare"]) for o in update}
+    assert our_rows(path) == expected
+    assert sorted(hudi_rs_rows(path)) == sorted(expected)
