@@ -10,16 +10,18 @@ Policies (`CleanPlanner`):
 * KEEP_LATEST_FILE_VERSIONS: keep the newest `hoodie.cleaner.fileversions.retained` slices of each
   file group.
 
-Under both, file groups a completed replacecommit (insert overwrite, clustering) retired are deleted whole
-once it is older than the earliest commit to retain (every one under KEEP_LATEST_FILE_VERSIONS), listed in
-the plan and metadata like any other file (`CleanPlanner.getReplacedFilesEligibleToClean`); until then the
-archiver keeps the replacecommit, which is what tells readers they are replaced. Slices a pending compaction needs (its planned slice and the one it opened) stay, as do those a
-pending log compaction reads, and the latest slice of every group (where writes append) is never deleted. Nor is a slice a savepoint names
-(any of its base or log files, `CleanPlanner.isFileSliceExistInSavepointedFiles`), replaced or not: a
-restore to that savepoint reads it. With incremental mode (Hudi's default) only partitions written since
-the previous clean's horizon are listed, so a clean costs what changed, not the table's size; the plan
-records the savepoints it kept (`savepointed_timestamps`), and once one of them is gone the next clean
-looks at every partition, as 1.x's `CleanPlanner` does (0.15 looks at the removed savepoint's partitions).
+Under both, file groups a completed replacecommit (insert overwrite, clustering) retired are deleted
+whole once it is older than the earliest commit to retain (every one under KEEP_LATEST_FILE_VERSIONS),
+listed in the plan and metadata like any other file (`CleanPlanner.getReplacedFilesEligibleToClean`);
+until then the archiver keeps the replacecommit, which is what tells readers they are replaced. Slices a
+pending compaction needs (its planned slice and the one it opened) stay, as do those a pending log
+compaction reads, and the latest slice of every group (where writes append) is never deleted. Nor is a
+slice a savepoint names (any of its base or log files,
+`CleanPlanner.isFileSliceExistInSavepointedFiles`), replaced or not: a restore to that savepoint reads
+it. With incremental mode (Hudi's default) only partitions written since the previous clean's horizon are
+listed, so a clean costs what changed, not the table's size; the plan records the savepoints it kept
+(`savepointed_timestamps`), and once one of them is gone the next clean looks at every partition, as
+1.x's `CleanPlanner` does (0.15 looks at the removed savepoint's partitions).
 
 Protocol (`CleanPlanActionExecutor`, `CleanActionExecutor`): a plan with files to delete is written as
 `<t>.clean.requested` (`HoodieCleanerPlan`); `<t>.clean.inflight` repeats it; files are deleted; then
