@@ -141,3 +141,12 @@ def test_archival_counts_completed_log_compactions_as_the_trigger_does():
              "600.logcompaction.requested", "600.deltacommit"]
     settings = CompactionSettings(max_delta_commits=2)
     assert compaction.earliest_instant_to_retain(Timeline.from_file_names(names), settings) == "500"
+
+
+def test_the_cleaner_counts_a_completed_log_compaction_as_the_commit_it_is_to_hudi():
+    """`CleanerUtils.getEarliestCommitToRetain` over `getCommitsAndCompactionTimeline`, where a completed log
+    compaction is a deltacommit; a pending one neither counts nor caps the earliest commit to retain."""
+    names = ["100.deltacommit", "200.deltacommit", "300.logcompaction.requested", "300.deltacommit",
+             "400.deltacommit", "500.logcompaction.requested"]
+    settings = CleanSettings(commits_retained=2)
+    assert cleaner.earliest_commit_to_retain(Timeline.from_file_names(names), settings).timestamp == "300"

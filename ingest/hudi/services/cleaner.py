@@ -60,6 +60,8 @@ log = logging.getLogger(__name__)
 PLAN_VERSION = 2        # CleanPlanner.LATEST_CLEAN_PLAN_VERSION
 METADATA_VERSION = 2    # CleanerUtils.LATEST_CLEAN_METADATA_VERSION
 COMMIT_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION)
+# `getCommitsAndCompactionTimeline` (1.x's; 0.x's has no clustering action, which layout 1 never holds).
+_COMMITS_AND_COMPACTIONS = frozenset({*COMMIT_ACTIONS, Action.CLUSTERING})
 REPLACE_ACTIONS = (Action.REPLACE_COMMIT, Action.CLUSTERING)  # a 1.x clustering completes as a replacecommit
 SAVEPOINTED_TIMESTAMPS = "savepointed_timestamps"  # CleanerUtils.SAVEPOINTED_TIMESTAMPS, in a plan's extraMetadata
 
@@ -159,7 +161,7 @@ def earliest_commit_to_retain(timeline: Timeline, settings: CleanSettings) -> In
     (1.x's holds clusterings too: a pending one caps it, as any pending write does)."""
     if settings.policy is not CleanerPolicy.KEEP_LATEST_COMMITS:
         return None
-    commits = timeline.filter(actions=(*COMMIT_ACTIONS, Action.CLUSTERING))
+    commits = _commits(timeline)
     done = [i for i in commits if i.is_completed]
     if len(done) <= settings.commits_retained:
         return None
@@ -171,9 +173,21 @@ def earliest_commit_to_retain(timeline: Timeline, settings: CleanSettings) -> In
     return nth
 
 
+def _commits(timeline: Timeline) -> list[Instant]:
+    """The instants of Hudi's commits-and-compaction timeline, as its timeline names them: a completed log
+    compaction is a deltacommit there, a completed 1.x clustering a replacecommit; a pending log compaction is
+    not one."""
+    return [i for i in timeline if i.timeline_action in _COMMITS_AND_COMPACTIONS]
+
+
+def _completed_commits(timeline: Timeline) -> list[Instant]:
+    """Hudi's completed commits timeline (`getCompletedCommitsTimeline`)."""
+    return [i for i in _commits(timeline) if i.is_completed]
+
+
 def commits_since_last_clean(table: HudiTable, timeline: Timeline) -> int:
     """Completed commits after the last clean's `lastCompletedCommitTimestamp` (Hudi's trigger count)."""
-    done = timeline.completed(*COMMIT_ACTIONS)
+    done = _completed_commits(timeline)
     last_clean = timeline.last_completed(Action.CLEAN)
     if last_clean is None:
         return len(done)
@@ -187,7 +201,7 @@ def commits_since_last_clean(table: HudiTable, timeline: Timeline) -> int:
 def _partitions_since(table: HudiTable, timeline: Timeline, start: str, end: str) -> list[str]:
     """Partitions that completed commits in [start, end) wrote (CleanPlanner's incremental mode)."""
     out: set[str] = set()
-    for instant in timeline.completed(*COMMIT_ACTIONS, Action.CLUSTERING):
+    for instant in _completed_commits(timeline):
         if start <= instant.timestamp < end:
             out.update(table.commit_metadata(instant).partition_to_write_stats)
             if instant.action in REPLACE_ACTIONS:  # `getPartitionsForInstants`: the replaced groups' too
@@ -291,7 +305,8 @@ def _files_keeping_commits(group: FileGroup, ectr: str, pending_ops: Mapping[tup
 def plan_clean(table: HudiTable, timeline: Timeline, settings: CleanSettings) -> CleanerPlan:
     """What a clean planned now would delete (possibly nothing)."""
     ectr = earliest_commit_to_retain(timeline, settings)
-    last = timeline.last_completed(*COMMIT_ACTIONS)
+    done = _completed_commits(timeline)
+    last = done[-1] if done else None
     tracked = _tracked_savepoints(table, timeline)
     extra = _extra_metadata(table, tracked)
     empty = CleanerPlan(settings.policy, {}, ActionInstant.of(ectr) if ectr else None, last.timestamp if last else "",

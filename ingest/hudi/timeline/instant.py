@@ -100,6 +100,12 @@ class Instant:
     def is_completed(self) -> bool:
         return self.state is State.COMPLETED
 
+    @property
+    def timeline_action(self) -> Action:
+        """The action Hudi's timeline gives this instant in its state: once completed, a compaction is a
+        commit, a log compaction a deltacommit and a clustering a replacecommit (`COMPARABLE_ACTIONS`)."""
+        return comparable_action(self.action) if self.is_completed else self.action
+
     def to(self, state: State) -> Instant:
         return Instant(self.timestamp, self.action, state)
 
