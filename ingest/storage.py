@@ -49,7 +49,12 @@ def _joined(data: Data) -> bytes:
 
 
 TEMP_SUFFIX = ".tmp"
-_TEMP_NAME = re.compile(r"^\..+\.[0-9a-f]{32}\.tmp$")
+# A temporary's name carries nothing of the file it becomes: Hudi's listings take any name holding a log
+# file's pattern for a log file (`FSUtils.isLogFile`: `LOG_FILE_PATTERN.matcher(name).find()`) and any
+# holding ".parquet" for a base file. Releases before this one named temporaries `.<name>.<hex>.tmp`;
+# the sweep still removes those.
+TEMP_PREFIX = ".ingest-"
+_TEMP_NAME = re.compile(r"^\.(?:ingest-|.+\.)[0-9a-f]{32}\.tmp$")
 
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):")  # two letters at least: not a drive letter
@@ -238,7 +243,7 @@ class Storage:
         On failure (a full disk, a read-only folder) the temporary is removed and the error names
         `full`, the file that could not be written."""
         directory = os.path.dirname(full)
-        tmp = os.path.join(directory, f".{os.path.basename(full)}.{uuid.uuid4().hex}{TEMP_SUFFIX}")
+        tmp = os.path.join(directory, f"{TEMP_PREFIX}{uuid.uuid4().hex}{TEMP_SUFFIX}")
         try:
             os.makedirs(directory, exist_ok=True)
             with open(tmp, "wb") as f:
@@ -272,6 +277,21 @@ class Storage:
             if crash_point:
                 faults.crash_point(crash_point)
             self.fs.pipe_file(full, _joined(data))
+
+    def touch(self, rel: str) -> None:
+        """Write `rel` as an empty file (a marker, a heartbeat): nothing partial can be seen, so no
+        temporary beside it either, where a Hudi process listing the folder would take it for one of
+        its own (`DirectWriteMarkers.allMarkerFilePaths` returns every file of a marker folder)."""
+        full = self.full_path(rel)
+        if self.is_local:
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            try:
+                with open(full, "wb") as f:
+                    self._sync(f)
+            except OSError as e:
+                raise _naming(e, full) from e
+        else:
+            self.fs.pipe_file(full, b"")
 
     def create(self, rel: str, data: Data) -> bool:
         """Write `rel` only if it does not exist; True if this call created it.
@@ -356,7 +376,7 @@ class Storage:
             shutil.rmtree(full, ignore_errors=True)
 
     def sweep_temporaries(self, min_age_seconds: float) -> list[str]:
-        """Remove the temporaries of writes that died (`_write_aside`'s `.<name>.<hex>.tmp` files),
+        """Remove the temporaries of writes that died (`_write_aside`'s `.ingest-<hex>.tmp` files),
         table-wide, and return them. A temporary lives for one file write, which keeps touching it;
         one untouched for `min_age_seconds` belongs to no live writer. Object stores have none."""
         if not self.is_local:

@@ -4,6 +4,7 @@ no temporary file left behind, and temporaries of writers that died swept by the
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -13,6 +14,8 @@ from service_tables import HUDI_SETTINGS
 from test_refused_tables import rows
 
 from ingest import cli
+from ingest.hudi.table import markers
+from ingest.storage import Storage
 from ingest.write.batch import LocalWriter
 from ingest.write.options import IndexOptions, IndexType, WriteOptions
 
@@ -77,17 +80,40 @@ def test_temporaries_of_dead_writers_are_swept_by_cleaning(tmp_path, capsys):
     `BaseRollbackActionExecutor.executeRollback` removes the files a failed write left."""
     table = table_with_commits(tmp_path)
     partition = next(p for p in table.iterdir() if p.name.startswith("city="))
-    old = partition / f".some.parquet.{'a' * 32}.tmp"
-    fresh = partition / f".other.parquet.{'b' * 32}.tmp"
+    old = partition / f".ingest-{'a' * 32}.tmp"
+    older_release = partition / f".some.parquet.{'c' * 32}.tmp"  # as releases before this one named them
+    fresh = partition / f".ingest-{'b' * 32}.tmp"
     lookalike = partition / "data.tmp"
-    for p in (old, fresh, lookalike):
+    for p in (old, older_release, fresh, lookalike):
         p.write_bytes(b"half")
     stale = time.time() - 3600
-    os.utime(old, (stale, stale))
-    os.utime(lookalike, (stale, stale))
+    for p in (old, older_release, lookalike):
+        os.utime(p, (stale, stale))
     assert cli.main(["clean", "--path", str(table)]) == 0
-    assert not old.exists()
+    assert not old.exists() and not older_release.exists()
     assert fresh.exists() and lookalike.exists()  # a live writer's, and no temporary of ours
+
+
+# Hudi's `FSUtils.LOG_FILE_PATTERN`, which `FSUtils.isLogFile` applies with `matcher(name).find()`.
+HUDI_LOG_FILE_PATTERN = re.compile(r"^\.(.+)_(.*)\.(log|archive)\.(\d+)(_((\d+)-(\d+)-(\d+))(.cdc)?)?")
+
+
+def test_a_dead_writers_temporary_is_no_file_hudi_lists_as_its_own(tmp_path):
+    """A write killed between writing its temporary and publishing it leaves the temporary until the sweep.
+    Hudi takes any name whose start matches a log file's pattern for a log file (`FSUtils.isLogFile`) and any
+    holding ".parquet" for a base file (`convertFileStatusesToBaseFiles`); its marker-based rollback reads the
+    IO type after the last dot of every file in a marker folder (`MarkerBasedRollbackStrategy`), so markers
+    and heartbeats, empty files, are written in place."""
+    storage = Storage(str(tmp_path))
+    for rel in ("p=1/.f1-0_20260101000000000.log.1_0-1-2", "p=1/f1-0_0-1-2_20260101000000000.parquet"):
+        assert HUDI_LOG_FILE_PATTERN.search(rel.split("/")[1]) or ".parquet" in rel  # what the pattern catches
+        left = Path(storage._write_aside(storage.full_path(rel), b"bytes")).name  # what a kill -9 leaves
+        assert not HUDI_LOG_FILE_PATTERN.search(left) and ".parquet" not in left, left
+    markers.create(storage, "20260101000000000", "p=1", "f1-0_0-1-2_20260101000000000.parquet", markers.IOType.CREATE)
+    heartbeat_folder = ".hoodie/.heartbeat"
+    storage.touch(f"{heartbeat_folder}/20260101000000000")
+    for folder in (tmp_path / ".hoodie" / ".temp" / "20260101000000000" / "p=1", tmp_path / heartbeat_folder):
+        assert [p.name.rsplit(".", 1)[-1] for p in folder.iterdir()] in (["CREATE"], ["20260101000000000"])
 
 
 @pytest.mark.parametrize(("base", "location", "relative"), [

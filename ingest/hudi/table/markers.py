@@ -70,7 +70,7 @@ def create(storage: Storage, instant: str, partition_path: str, file_name: str, 
     if not names_data_file(partition_path, file_name):
         raise ValueError(f"a marker must name a base or log file of a data partition, not "
                          f"{posixpath.join(partition_path, file_name)!r} (MarkerBasedRollbackStrategy)")
-    storage.write(marker_path(instant, partition_path, file_name, io_type), b"")
+    storage.touch(marker_path(instant, partition_path, file_name, io_type))
 
 
 def parse(relative: str) -> Marker | None:

@@ -63,7 +63,7 @@ class InstantHeartbeat:
         self._thread: threading.Thread | None = None
 
     def beat(self) -> None:
-        self.storage.write(path(self.instant), b"")  # a new file: a new modification time
+        self.storage.touch(path(self.instant))  # a new modification time, as `HoodieHeartbeatClient` beats
 
     def start(self) -> InstantHeartbeat:
         self.beat()  # the first one before the instant exists, as HoodieHeartbeatClient.start does
