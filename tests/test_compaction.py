@@ -27,7 +27,7 @@ from service_tables import (
     to_table,
 )
 
-from ingest.errors import ConcurrentWriterError, ConfigError
+from ingest.errors import ConcurrentWriterError, ConfigError, TimelineError
 from ingest.hudi.avro import avro_models
 from ingest.hudi.avro import schema as avro
 from ingest.hudi.config.service_settings import (
@@ -520,3 +520,27 @@ def test_pending_plan_round_trips():
     assert again == plan
     raw = avro_models.deserialize(plan.to_bytes())
     assert raw["operations"][0]["bootstrapFilePath"] is None and raw["preserveHoodieMetadata"] is False
+
+
+def test_a_compaction_another_compactor_rolled_back_is_not_completed(tmp_path):
+    """Hudi's compactors roll back any inflight compaction before running it (`HoodieTable
+    .rollbackInflightCompaction`: its files deleted, the instant back to requested), whoever runs it. If one
+    did while ingest was compacting, completing would publish a commit of base files that are gone."""
+    path = tmp_path / "t"
+    w = ModelWriter(path)
+    rng = random.Random(3)
+    for i in range(3):
+        w.write(random_batch(rng, i))
+    table = w.table
+    instant = compaction.schedule(table, CompactionSettings(), force=True)
+    execution = compaction.start_execution(table, instant)
+    stats = compaction.run_locally(execution.job, execution.plan.operations)
+    for stat in stats:  # Hudi's rollback, in between: the attempt's files, then the instant back to requested
+        table.storage.delete(stat.path)
+    table.storage.delete(f".hoodie/{instant}.compaction.inflight")
+    with pytest.raises(TimelineError, match=f"compaction {instant} is no longer inflight"):
+        compaction.complete_execution(table, execution, stats)
+    assert not table.storage.exists(f".hoodie/{instant}.commit")
+    execution.heartbeat.release()
+    compaction.execute(w.table, instant)  # from its plan again
+    assert our_rows(path) == w.expected()

@@ -495,6 +495,13 @@ def complete_execution(table: HudiTable, execution: Execution, stats: Sequence[W
     storage = table.storage
     inflight, plan, job = execution.inflight, execution.plan, execution.job
     execution.heartbeat.check()
+    # Hudi's compactors roll back any inflight compaction before running it again
+    # (`HoodieTable.rollbackInflightCompaction`), ours included: if one did meanwhile, its base files are
+    # gone, and completing would publish a commit of missing files.
+    timeline = table.timeline()
+    if timeline.get(inflight.timestamp) != inflight:
+        raise TimelineError(f"{table.base_url}: compaction {inflight.timestamp} is no longer inflight (another "
+                            "compactor rolled it back); not completed: it runs again from its plan")
     kept = {s.path for s in stats}
     for marker in markers.list_markers(storage, inflight.timestamp):  # failed or duplicate task attempts
         if marker.data_file_path not in kept:
@@ -512,7 +519,7 @@ def complete_execution(table: HudiTable, execution: Execution, stats: Sequence[W
     )
     # At 8 and 9 the completed file is `<t>_<completion>.commit` holding Avro commit metadata
     # (`ActiveTimelineV2.transitionCompactionInflightToComplete`, `CommitMetadataSerDeV2`).
-    done = complete(storage, inflight, metadata.encode(table.version), timeline=table.timeline())
+    done = complete(storage, inflight, metadata.encode(table.version), timeline=timeline)
     markers.delete_all(storage, inflight.timestamp)
     execution.heartbeat.release()
     log.info("completed compaction %s: %d base files", inflight.timestamp, len(stats))
