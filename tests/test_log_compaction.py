@@ -150,3 +150,35 @@ def test_the_cleaner_counts_a_completed_log_compaction_as_the_commit_it_is_to_hu
              "400.deltacommit", "500.logcompaction.requested"]
     settings = CleanSettings(commits_retained=2)
     assert cleaner.earliest_commit_to_retain(Timeline.from_file_names(names), settings).timestamp == "300"
+
+
+def test_a_clean_reads_a_completed_log_compaction_as_the_deltacommit_it_is(tmp_path):
+    """A log compaction completes as `<t>.deltacommit` (`LogCompactionExecutionHelper
+    .transitionLogCompactionInflightToComplete`); the incremental clean reads its metadata for the partitions
+    it wrote (`CleanPlanner.getPartitionsForInstants`), from that file."""
+    assert Instant("300", Action.LOG_COMPACTION, State.COMPLETED).file_name == "300.deltacommit"
+    w = ModelWriter(tmp_path / "t", buckets=1)
+    settings = CleanSettings(commits_retained=2)
+    for n in range(4):
+        w.write([Op("k1", "chennai", n, False, {"fare": float(n)})])
+    compaction.execute(w.table, compaction.schedule(w.table, CompactionSettings(), force=True))
+    for n in range(4, 7):
+        w.write([Op("k1", "chennai", n, False, {"fare": float(n)})])
+    assert cleaner.clean(w.table, settings, force=True)
+    instant, merged = request_log_compaction(w, "city=chennai")
+    complete_log_compaction(w, "city=chennai", instant, merged)
+    for n in range(7, 10):
+        w.write([Op("k1", "chennai", n, False, {"fare": float(n)})])
+        compaction.execute(w.table, compaction.schedule(w.table, CompactionSettings(), force=True))
+    assert cleaner.clean(w.table, settings, force=True)  # incremental, across the log compaction
+    assert our_rows(w.path) == w.expected()
+
+
+def test_a_clean_plan_names_its_earliest_commit_to_retain_by_its_completed_action():
+    """`CleanPlanActionExecutor` writes `new HoodieActionInstant(instant.requestedTime(), instant.getAction(), ...)`
+    of the completed instant: a log compaction's is `deltacommit`, a 1.x clustering's `replacecommit`."""
+    for instant, action in [(Instant("1", Action.LOG_COMPACTION, State.COMPLETED), "deltacommit"),
+                            (Instant("1", Action.CLUSTERING, State.COMPLETED), "replacecommit"),
+                            (Instant("1", Action.COMPACTION, State.COMPLETED), "commit"),
+                            (Instant("1", Action.COMPACTION, State.INFLIGHT), "compaction")]:
+        assert cleaner.ActionInstant.of(instant).action == action

@@ -69,7 +69,7 @@ SAVEPOINTED_TIMESTAMPS = "savepointed_timestamps"  # CleanerUtils.SAVEPOINTED_TI
 @dataclass(frozen=True)
 class ActionInstant:
     """`HoodieActionInstant`: an instant as Hudi's timeline names it (a completed compaction is a
-    `commit`)."""
+    `commit`, a completed log compaction a `deltacommit`, a completed clustering a `replacecommit`)."""
 
     timestamp: str
     action: str
@@ -77,9 +77,7 @@ class ActionInstant:
 
     @classmethod
     def of(cls, instant: Instant) -> ActionInstant:
-        completed_compaction = instant.action is Action.COMPACTION and instant.is_completed
-        action = Action.COMMIT.value if completed_compaction else instant.action.value
-        return cls(instant.timestamp, action, instant.state.value)
+        return cls(instant.timestamp, instant.timeline_action.value, instant.state.value)
 
 
 @dataclass(frozen=True)

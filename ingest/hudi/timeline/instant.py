@@ -48,8 +48,6 @@ class State(str, Enum):
         return {"REQUESTED": 0, "INFLIGHT": 1, "COMPLETED": 2}[self.value]
 
 
-# Actions whose completed form is a `.commit` file.
-_COMPLETES_AS_COMMIT = {Action.COMPACTION}
 # Actions that write data files (the rest are table services' bookkeeping). CLUSTERING exists only on
 # layout-2 timelines (table version 8), where a clustering is requested as `.clustering.requested` and
 # completes as a `.replacecommit`; version 6 plans clustering as a `replacecommit` itself.
@@ -87,9 +85,7 @@ class Instant:
     def file_name(self) -> str:
         ts, action = self.timestamp, self.action
         if self.state is State.COMPLETED:
-            if action in _COMPLETES_AS_COMMIT:
-                return f"{ts}.{Action.COMMIT.value}"
-            return f"{ts}.{action.value}"
+            return f"{ts}.{comparable_action(action).value}"  # a compaction completes as a commit, ...
         if self.state is State.INFLIGHT:
             if action is Action.COMMIT:
                 return f"{ts}.inflight"
