@@ -522,10 +522,12 @@ def test_pending_plan_round_trips():
     assert raw["operations"][0]["bootstrapFilePath"] is None and raw["preserveHoodieMetadata"] is False
 
 
-def test_a_compaction_another_compactor_rolled_back_is_not_completed(tmp_path):
+@pytest.mark.parametrize("rerun_started", [False, True])
+def test_a_compaction_another_compactor_rolled_back_is_not_completed(tmp_path, rerun_started):
     """Hudi's compactors roll back any inflight compaction before running it (`HoodieTable
-    .rollbackInflightCompaction`: its files deleted, the instant back to requested), whoever runs it. If one
-    did while ingest was compacting, completing would publish a commit of base files that are gone."""
+    .rollbackInflightCompaction`: a rollback instant, its files deleted, the instant back to requested; then
+    inflight again as their run starts), whoever runs it. If one did while ingest was compacting, completing
+    would publish a commit of base files that are gone."""
     path = tmp_path / "t"
     w = ModelWriter(path)
     rng = random.Random(3)
@@ -535,10 +537,15 @@ def test_a_compaction_another_compactor_rolled_back_is_not_completed(tmp_path):
     instant = compaction.schedule(table, CompactionSettings(), force=True)
     execution = compaction.start_execution(table, instant)
     stats = compaction.run_locally(execution.job, execution.plan.operations)
-    for stat in stats:  # Hudi's rollback, in between: the attempt's files, then the instant back to requested
+    at = table.timeline().new_instant_time()  # Hudi's rollback, in between
+    table.storage.write(f".hoodie/{at}.rollback.requested", avro_models.serialize(avro_models.ROLLBACK_PLAN, {
+        "instantToRollback": {"commitTime": instant, "action": "compaction"}, "RollbackRequests": [], "version": 1}))
+    for stat in stats:
         table.storage.delete(stat.path)
     table.storage.delete(f".hoodie/{instant}.compaction.inflight")
-    with pytest.raises(TimelineError, match=f"compaction {instant} is no longer inflight"):
+    if rerun_started:
+        table.storage.write(f".hoodie/{instant}.compaction.inflight", b"")
+    with pytest.raises(TimelineError, match=f"compaction {instant} was rolled back by another compactor"):
         compaction.complete_execution(table, execution, stats)
     assert not table.storage.exists(f".hoodie/{instant}.commit")
     execution.heartbeat.release()

@@ -442,6 +442,7 @@ class Execution:
     plan: CompactionPlan
     job: CompactionJob
     heartbeat: ExecutionHeartbeat
+    rollbacks: frozenset[str] = frozenset()  # the rollback instants on the timeline when it started
 
 
 def start_execution(table: HudiTable, instant_time: str, base_file_options: BaseFileOptions | None = None,
@@ -470,7 +471,9 @@ def start_execution(table: HudiTable, instant_time: str, base_file_options: Base
             removed = _undo_attempt(storage, instant_time)
             log.warning("resuming compaction %s; removed %d file(s) of the interrupted attempt", instant_time,
                         len(removed))
-        return Execution(inflight, plan, job_for(table, timeline, instant_time, base_file_options), heartbeat)
+        rollbacks = frozenset(i.timestamp for i in timeline.filter(actions=[Action.ROLLBACK]))
+        return Execution(inflight, plan, job_for(table, timeline, instant_time, base_file_options), heartbeat,
+                         rollbacks)
     except BaseException:
         heartbeat.release()
         raise
@@ -496,12 +499,15 @@ def complete_execution(table: HudiTable, execution: Execution, stats: Sequence[W
     inflight, plan, job = execution.inflight, execution.plan, execution.job
     execution.heartbeat.check()
     # Hudi's compactors roll back any inflight compaction before running it again
-    # (`HoodieTable.rollbackInflightCompaction`), ours included: if one did meanwhile, its base files are
-    # gone, and completing would publish a commit of missing files.
+    # (`HoodieTable.rollbackInflightCompaction`: a rollback instant, then the instant back to requested, and
+    # inflight again as their own run starts), ours included: if one did meanwhile, its base files are gone,
+    # and completing would publish a commit of missing files.
     timeline = table.timeline()
-    if timeline.get(inflight.timestamp) != inflight:
-        raise TimelineError(f"{table.base_url}: compaction {inflight.timestamp} is no longer inflight (another "
-                            "compactor rolled it back); not completed: it runs again from its plan")
+    rolled_back = any(rollback.rolled_back_time(storage, i, timeline.layout) == inflight.timestamp
+                      for i in timeline.filter(actions=[Action.ROLLBACK]) if i.timestamp not in execution.rollbacks)
+    if rolled_back or timeline.get(inflight.timestamp) != inflight:
+        raise TimelineError(f"{table.base_url}: compaction {inflight.timestamp} was rolled back by another "
+                            "compactor; not completed: it runs again from its plan")
     kept = {s.path for s in stats}
     for marker in markers.list_markers(storage, inflight.timestamp):  # failed or duplicate task attempts
         if marker.data_file_path not in kept:

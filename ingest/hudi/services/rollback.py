@@ -35,6 +35,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ingest.errors import TimelineError
 from ingest.faults import crash_point
 from ingest.hudi.avro import avro_models
 from ingest.hudi.log.log_reader import iter_log_blocks
@@ -283,6 +284,19 @@ def target_of(storage: Storage, pending_rollback: Instant, layout: TimelineLayou
     plan = avro_models.deserialize(read_instant(storage, pending_rollback.to(State.REQUESTED), layout))
     target = plan["instantToRollback"]
     return Instant(target["commitTime"], Action(target["action"]), State.INFLIGHT)
+
+
+def rolled_back_time(storage: Storage, instant: Instant, layout: TimelineLayout = LAYOUT_1) -> str | None:
+    """The time of the instant a rollback (in any state) rolls back: from its plan while pending, from its
+    metadata once completed; None if its file says nothing (an empty requested file)."""
+    try:
+        data = read_instant(storage, instant if instant.is_completed else instant.to(State.REQUESTED), layout)
+    except TimelineError:
+        return None  # gone since the listing (a rollback finishing), or never requested
+    if not instant.is_completed:
+        return avro_models.deserialize(data)["instantToRollback"]["commitTime"] if data else None
+    rolled = avro_models.deserialize(data, avro_models.ROLLBACK_METADATA).get("commitsRollback") if data else None
+    return rolled[0] if rolled else None
 
 
 def resume(storage: Storage, timeline: Timeline, pending_rollback: Instant) -> Instant:
