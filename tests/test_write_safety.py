@@ -229,21 +229,31 @@ def test_fsync_storage_option_flushes_every_table_file_before_it_is_published(ta
     """`table.storage_options: {fsync: true}`: each file the writer publishes went through an fsync
     (under its own name, or the temporary name it was moved from), so a commit survives power loss."""
     synced: list[str] = []
-    real_fsync = os.fsync
+    moved: dict[str, str] = {}  # published name -> the temporary it was moved from
+    real_fsync, real_replace, real_link = os.fsync, os.replace, os.link
 
     def recording_fsync(fd: int) -> None:
         synced.append(os.readlink(f"/proc/self/fd/{fd}"))
         real_fsync(fd)
 
+    def recording_replace(src, dst, *args, **kwargs):
+        moved[os.path.abspath(dst)] = os.path.abspath(src)
+        return real_replace(src, dst, *args, **kwargs)
+
+    def recording_link(src, dst, *args, **kwargs):
+        moved[os.path.abspath(dst)] = os.path.abspath(src)
+        return real_link(src, dst, *args, **kwargs)
+
     monkeypatch.setattr(os, "fsync", recording_fsync)
+    monkeypatch.setattr(os, "replace", recording_replace)
+    monkeypatch.setattr(os, "link", recording_link)
     writer = LocalWriter(dataclasses.replace(opts(table_dir), storage_options={"fsync": True}))
     writer.write(rows(("a", "p1", 1, "x"), ("b", "p2", 1, "y")))
     writer.write(rows(("a", "p1", 2, "x2"), ("c", "p1", 1, "z")))
     assert snapshot(table_dir) == {("a", "p1", 2, "x2"), ("b", "p2", 1, "y"), ("c", "p1", 1, "z")}
 
     def published_from(path: Path) -> bool:
-        return any(s == str(path) or (os.path.dirname(s) == str(path.parent)
-                                      and os.path.basename(s).startswith(f".{path.name}.")) for s in synced)
+        return str(path) in synced or moved.get(str(path)) in synced
 
     files = [p for p in Path(table_dir).rglob("*") if p.is_file() and "/.hoodie/.lock" not in str(p)]
     data = [p for p in files if ".log." in p.name]
