@@ -19,17 +19,16 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from ingest.errors import ConfigError
-from ingest.hudi.avro import avro_models
 from ingest.hudi.avro import schema as avro
 from ingest.hudi.config.table_config import TableConfig
 from ingest.hudi.keygen.bucket_index import INDEX_TYPE as BUCKET_INDEX_TYPE
 from ingest.hudi.keygen.bucket_index import bucket_id_from_file_id, new_bucket_file_id
 from ingest.hudi.parquet.base_file import BaseFileOptions
 from ingest.hudi.services.clustering_plan import pending_clustering_groups
+from ingest.hudi.services.compaction_plan import pending_plans
 from ingest.hudi.table import markers
 from ingest.hudi.table.file_system_view import FileSlice
-from ingest.hudi.timeline.instant import Action, State
-from ingest.hudi.timeline.timeline import read_instant
+from ingest.hudi.timeline.instant import Action
 from ingest.index.key_state import KeyStateStore, visibility
 from ingest.storage import Storage
 from ingest.write.commit import Transaction
@@ -100,14 +99,8 @@ class WritePlan:
 
 def pending_compaction_groups(txn: Transaction) -> dict[tuple[str, str], str]:
     """(partition, file id) -> instant of the pending compaction that covers the file group."""
-    out = {}
-    storage = txn.table.storage
-    for instant in txn.timeline.pending(Action.COMPACTION):
-        requested = instant.to(State.REQUESTED)
-        plan = avro_models.deserialize(read_instant(storage, requested, txn.timeline.layout))
-        for op in plan.get("operations") or []:
-            out[(op.get("partitionPath") or "", op["fileId"])] = instant.timestamp
-    return out
+    plans = pending_plans(txn.table.storage, txn.timeline)
+    return {group: instant for instant, plan in plans.items() for group in plan.file_groups}
 
 
 def _ordering_type(schema: avro.AvroSchema, ordering_field: str | None) -> pa.DataType | None:
