@@ -118,8 +118,7 @@ def _last_compaction(timeline: Timeline) -> Instant | None:
 
 def _delta_commits(timeline: Timeline) -> list[Instant]:
     """Hudi's delta commit timeline: a completed log compaction is a `.deltacommit` there, and counts."""
-    return [i for i in timeline if i.action is Action.DELTA_COMMIT
-            or (i.action is Action.LOG_COMPACTION and i.is_completed)]
+    return [i for i in timeline if i.timeline_action is Action.DELTA_COMMIT]
 
 
 def delta_commits_since_compaction(timeline: Timeline) -> tuple[int, str] | None:
