@@ -1,5 +1,5 @@
 """`python -m ingest` is the `ingest` command."""
 
-from ingest.cli import main
+from ingest.cli import run
 
-raise SystemExit(main())
+run()

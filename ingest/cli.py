@@ -10,10 +10,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from typing import NoReturn
 
 from ingest import __version__
 from ingest.commands.args import resolve_targets
 from ingest.errors import IngestError, os_error_line
+from ingest.process_exit import leave
 
 COMMAND_MODULES: tuple[str, ...] = (
     "ingest.commands.inspect",
@@ -54,3 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:  # storage failed under us: a full disk, a read-only folder
         print(f"ingest: error: {os_error_line(e)}", file=sys.stderr)
         return 1
+
+
+def run() -> NoReturn:
+    """The `ingest` executable: `main()`, then the process ends without native teardown
+    (`ingest.process_exit`). Usage errors still leave through argparse's `SystemExit`."""
+    leave(main())

@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 
 from ingest.commands.backfill import main
+from ingest.process_exit import leave
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:], prog="backfill.py"))
+    leave(main(sys.argv[1:], prog="backfill.py"))

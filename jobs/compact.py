@@ -20,6 +20,7 @@ from ingest import services
 from ingest.commands.args import add_path, add_set, hudi_sets, resolve_targets
 from ingest.errors import IngestError
 from ingest.hudi.config.service_settings import ServiceSettings
+from ingest.process_exit import leave
 from ingest.spark.compaction import SparkCompactionRunner
 from ingest.spark.session import get_or_create
 
@@ -53,4 +54,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    leave(main())

@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 
 from ingest.commands.stream import main
+from ingest.process_exit import leave
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:], prog="stream_kafka.py"))
+    leave(main(sys.argv[1:], prog="stream_kafka.py"))
