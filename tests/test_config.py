@@ -187,6 +187,12 @@ ERRORS = [
      "inline or only scheduled inline"),
     ("contradiction: quarantine inside the table", set_(("quarantine", "path"), "{table}/quarantine"), [],
      "{file}: quarantine.path: must be outside the table ({table}): Hudi readers would see its files"),
+    ("contradiction: quarantine inside the table by URL", set_(("quarantine", "path"), "file://{table}/bad"), [],
+     "{file}: quarantine.path: must be outside the table ({table}): Hudi readers would see its files"),
+    ("contradiction: quarantine inside the table through ..", set_(("quarantine", "path"), "{table}-old/../orders/q"),
+     [], "{file}: quarantine.path: must be outside the table ({table}): Hudi readers would see its files"),
+    ("contradiction: quarantine is the table", set_(("quarantine", "path"), "{table}/"), [],
+     "{file}: quarantine.path: must be outside the table ({table}): Hudi readers would see its files"),
     ("key generator settings", set_(("hudi", "hoodie.datasource.write.keygenerator.type"), "SIMPLE",
                                     ("hudi", RK), "order_id,region"), [],
      "{file}: hudi.hoodie.datasource.write.recordkey.field: org.apache.hudi.keygen.SimpleKeyGenerator takes a single "

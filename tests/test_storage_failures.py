@@ -136,3 +136,22 @@ def test_plans_locations_resolve_without_scheme_as_hudi_compares_them(base, loca
     from ingest.storage import Storage
 
     assert Storage(base, {"anon": True} if base.startswith("s3") else None).relative(location) == relative
+
+
+@pytest.mark.parametrize(("base", "location", "inside"), [
+    ("/lake/t", "/lake/t", True),
+    ("/lake/t", "/lake/t/quarantine/", True),
+    ("/lake/t", "file:///lake/t/quarantine", True),
+    ("/lake/t", "/lake/x/../t/q", True),
+    ("/lake/t", "/lake/t-quarantine", False),              # a sibling sharing the prefix
+    ("/lake/t", "/lake", False),
+    ("s3://lake/t", "s3a://lake/t/q", True),                # the scheme Hudi's readers use on S3
+    ("s3://lake/t", "s3://lake/t2/q", False),
+    ("s3://lake/t", "/lake/t/q", False),                    # a local folder beside a remote table
+    ("/lake/t", "s3://lake/t/q", False),
+])
+def test_a_location_is_inside_the_table_as_hudi_would_list_it(base, location, inside):
+    """A folder Hudi's listing of the table would walk into (whatever URL names it) is inside it."""
+    from ingest.storage import Storage
+
+    assert Storage(base, {"anon": True} if base.startswith("s3") else None).contains(location) is inside

@@ -836,7 +836,7 @@ class _Resolver:
         if on_error is OnError.QUARANTINE and not quarantine.path:
             raise ConfigError("is required when stream.on_error is quarantine: where bad records go",
                               source=self.origin("stream.on_error"), key="quarantine.path")
-        if quarantine.path and (quarantine.path.rstrip("/") + "/").startswith(table.path.rstrip("/") + "/"):
+        if quarantine.path and Storage(table.path, table.storage_options).contains(quarantine.path):
             self.fail("quarantine.path", f"must be outside the table ({table.path}): Hudi readers would see its files")
         checkpoint = self.get("stream.checkpoint")
         if source.kafka is not None and not checkpoint:
