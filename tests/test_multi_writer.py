@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import random
 import re
 import threading
 import time
@@ -532,3 +533,62 @@ def test_cli_table_services_take_hudis_lock_under_occ(table_dir, capsys):
     assert cli.main(["clean", str(table_dir)]) == 0
     lock_file.unlink()
     assert cli.main(["clean", str(table_dir), *sets]) == 0 and not lock_file.exists()
+
+
+def test_a_hudi_write_completing_after_ingest_with_an_earlier_time_is_noticed(hudi_table_copy, tmp_path):
+    """Hudi's writers take their instant time before they write the requested instant
+    (`BaseHoodieWriteClient.startCommitWithTime`, then `HoodieActiveTimeline.createNewInstant`), on hosts
+    whose clocks differ: a concurrent Hudi write can appear, and complete, after an ingest commit whose
+    time is later than its own. The key index names the writes it reflects rather than a time, so the
+    next batch notices that write's keys: an update of a key it inserted goes to the key's file group,
+    not into a second one (`HoodieSimpleIndex` would then find the key twice, and readers return it twice)."""
+    from model import Op
+    from service_tables import FixtureWriter
+
+    path = hudi_table_copy("v9_txns_simple_nometa")
+    late = "20260307135840975"  # the fixture's last deltacommit: inserts TXN-017 (us) and TXN-018 (eu)
+    aside = tmp_path / "aside"
+    for f in [f for f in path.rglob(f"*{late}*") if f.is_file()]:
+        target = aside / f.relative_to(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        f.rename(target)
+
+    first = FixtureWriter(path, "txn_id", "region", "txn_ts")
+    assert "TXN-017" not in first.existing
+    apac = next(r for r in first.existing.values() if r["region"] == "apac")  # a partition the late write leaves
+    batch = pa.Table.from_pylist([dict(apac, txn_ts=first.top + 1)], schema=first.schema)
+    assert first.writer.write(batch.append_column("_hoodie_is_deleted", pa.array([False]))).instant > late
+
+    for f in [f for f in aside.rglob("*") if f.is_file()]:  # the Hudi write completes
+        f.rename(path / f.relative_to(aside))
+    second = FixtureWriter(path, "txn_id", "region", "txn_ts")
+    assert second.existing["TXN-017"]["region"] == "us"
+    update = dict(second.existing["TXN-017"], txn_ts=second.top + 1)
+    second.writer.write(pa.Table.from_pylist([update], schema=second.schema)
+                        .append_column("_hoodie_is_deleted", pa.array([False])))
+    second.model.apply([Op("TXN-017", "us", second.top + 1, False, update)])
+    assert second.ours() == second.expected()
+    assert second.hudi_rs() == second.expected()
+
+
+def test_the_index_manifest_covers_writes_by_name_and_reads_older_manifests_by_time(tmp_path):
+    """What the manifest covers: the completed instants it names, and those before the oldest name it
+    keeps unless they were pending then. A manifest of an earlier release (no names) covers by time,
+    so upgrading ingest does not rebuild every table's index."""
+    from service_tables import ModelWriter, random_batch
+
+    from ingest.write import index_bootstrap as ib
+
+    m = ib.Manifest({"type": "key"}, as_of="300", pending=("150",), known=("200", "300"), known_since="200")
+    assert m.covers("200") and m.covers("300") and m.covers("100")
+    assert not m.covers("250") and not m.covers("150") and not m.covers("400")
+
+    w = ModelWriter(tmp_path / "t")
+    instant = w.write(random_batch(random.Random(7), 10))
+    table = w.table
+    manifest = ib.Manifest.read(table)
+    assert instant in manifest.known and manifest.known_since == "0"
+    older = {"layout": manifest.layout, "as_of": manifest.as_of, "pending": []}
+    table.storage.write(ib.MANIFEST, json.dumps(older).encode())
+    assert ib.Manifest.read(table).known is None
+    assert not ib.ensure(table, table.timeline(), w.writer.options, None)

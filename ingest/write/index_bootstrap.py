@@ -9,6 +9,7 @@ manifest is written last, so a crash during a build leaves an index that is buil
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -36,20 +37,35 @@ BOOTSTRAP_PHASE = "bootstrap of the key index"
 # Writes that can add keys or move them between file groups (a compaction's `commit` is told apart by
 # its metadata). A 1.x clustering is requested as `clustering` and completes as a replacecommit.
 KEY_WRITES = (Action.DELTA_COMMIT, Action.COMMIT, Action.REPLACE_COMMIT, Action.CLUSTERING)
+# Instants that can undo a write the index reflects.
+UNDOING = (Action.RESTORE, Action.ROLLBACK)
+
+
+# How many completed instants a manifest lists by name; older ones count as covered by their time.
+MAX_KNOWN = 500
 
 
 @dataclass(frozen=True)
 class Manifest:
-    """The index's layout, the instant it covers the table up to, and the writes that were pending
-    then: another writer's write requested before `as_of` may complete after it (Hudi's writers take
-    their instant time when they start, and complete in any order), and must still be noticed."""
+    """The index's layout and the completed writes, restores and rollbacks it reflects.
+
+    Coverage is by name, not by time: Hudi's writers take their instant time when they start and write
+    the requested instant afterwards, on machines whose clocks differ, so a write can appear after the
+    index was brought up to date yet carry an earlier time than ingest's last commit. Such a write is
+    not in `known`, and is noticed. `known` lists the last `MAX_KNOWN` completed instants; those before
+    `known_since` are covered unless they were pending then (`pending`). A manifest written before
+    `known` was kept (`known` None) covers by time: up to `as_of`, but the writes pending then.
+    """
 
     layout: dict
     as_of: str
     pending: tuple[str, ...] = ()
+    known: tuple[str, ...] | None = None
+    known_since: str = "0"
 
     def to_bytes(self) -> bytes:
-        return json.dumps({"layout": self.layout, "as_of": self.as_of, "pending": list(self.pending)},
+        return json.dumps({"layout": self.layout, "as_of": self.as_of, "pending": list(self.pending),
+                           "known": list(self.known or ()), "known_since": self.known_since},
                           sort_keys=True).encode()
 
     @classmethod
@@ -58,13 +74,27 @@ class Manifest:
             d = json.loads(table.storage.read(MANIFEST))
         except FileNotFoundError:
             return None
-        return cls(d["layout"], d["as_of"], tuple(d.get("pending") or ()))
+        known = tuple(d["known"]) if "known" in d else None
+        return cls(d["layout"], d["as_of"], tuple(d.get("pending") or ()), known, d.get("known_since") or "0")
 
     @classmethod
     def of(cls, options: WriteOptions, as_of: str, timeline: Timeline, own: str | None = None) -> Manifest:
         """A manifest covering `timeline` (and the write `own`, completed since), up to `as_of`."""
         pending = tuple(i.timestamp for i in timeline.pending(*KEY_WRITES) if i.timestamp != own)
-        return cls(layout(options), as_of, pending)
+        completed = {i.timestamp for i in timeline.completed(*KEY_WRITES, *UNDOING)}
+        known = sorted(completed | ({own} if own else set()))
+        since = known[-MAX_KNOWN] if len(known) > MAX_KNOWN else "0"
+        return cls(layout(options), as_of, pending, tuple(known[-MAX_KNOWN:]), since)
+
+    def covers(self, timestamp: str) -> bool:
+        """Whether the index reflects the completed instant `timestamp`."""
+        if self.known is None:
+            return timestamp <= self.as_of and timestamp not in self.pending
+        return timestamp in self._known or (timestamp < self.known_since and timestamp not in self.pending)
+
+    @functools.cached_property
+    def _known(self) -> frozenset[str]:
+        return frozenset(self.known or ())
 
 
 def layout(options: WriteOptions) -> dict:
@@ -74,13 +104,11 @@ def layout(options: WriteOptions) -> dict:
 
 
 def foreign_commits(table: HudiTable, timeline: Timeline, manifest: Manifest) -> list[str]:
-    """Writes completed since `manifest` that ingest did not make (compactions add no keys): those
-    after its instant, and those pending when it was written; and since then, restores and rollbacks
-    that undid a write it covers."""
+    """Writes completed that `manifest` does not cover and ingest did not make (compactions add no
+    keys); and restores and rollbacks since then that undid a write it covers."""
     out = []
-    pending = set(manifest.pending)
     for instant in timeline.completed(*KEY_WRITES):
-        if instant.timestamp <= manifest.as_of and instant.timestamp not in pending:
+        if manifest.covers(instant.timestamp):
             continue
         meta = table.commit_metadata(instant)
         if meta.compacted or WRITER_KEY in meta.extra_metadata:
@@ -100,8 +128,8 @@ def undone_writes(table: HudiTable, timeline: Timeline, manifest: Manifest) -> l
     writes that never completed, as writers roll back failed attempts, change no key; nor do rollbacks
     of compactions (`instantsRollback` names their action)."""
     out = []
-    for instant in timeline.completed(Action.RESTORE, Action.ROLLBACK):
-        if instant.timestamp <= manifest.as_of:
+    for instant in timeline.completed(*UNDOING):
+        if manifest.covers(instant.timestamp):
             continue
         if instant.action is Action.RESTORE:
             out.append(instant.timestamp)
@@ -110,7 +138,7 @@ def undone_writes(table: HudiTable, timeline: Timeline, manifest: Manifest) -> l
         metadata = avro_models.deserialize(data, avro_models.ROLLBACK_METADATA) if data else {}
         named = metadata.get("instantsRollback") or [{"commitTime": t} for t in metadata.get("commitsRollback") or ()]
         targets = [i["commitTime"] for i in named if i.get("action") not in _KEYLESS]
-        if any(t <= manifest.as_of and t not in manifest.pending for t in targets):
+        if any(manifest.covers(t) for t in targets):
             out.append(instant.timestamp)
     return out
 
