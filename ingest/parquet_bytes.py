@@ -17,9 +17,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 
-def read_table(data: bytes, dictionary_columns: Sequence[str] = ()) -> pa.Table:
+def read_table(data: bytes, dictionary_columns: Sequence[str] = (), columns: Sequence[str] | None = None) -> pa.Table:
     """The rows of a parquet file given as bytes, read on this thread only; `dictionary_columns`
-    (those the file has) come dictionary-encoded."""
+    (those the file has) come dictionary-encoded; `columns` picks columns by name."""
     owned = pa.BufferOutputStream()
     owned.write(data)
     source = owned.getvalue()
@@ -27,4 +27,4 @@ def read_table(data: bytes, dictionary_columns: Sequence[str] = ()) -> pa.Table:
     present = [c for c in dictionary_columns if c in file.schema_arrow.names]
     if present:
         file = pq.ParquetFile(pa.BufferReader(source), metadata=file.metadata, read_dictionary=present)
-    return file.read(use_threads=False)
+    return file.read(columns=columns, use_threads=False)

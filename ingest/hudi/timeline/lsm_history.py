@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from ingest import parquet_bytes
 from ingest.faults import crash_point
 from ingest.hudi.avro.avro_models import LSM_TIMELINE_INSTANT
 from ingest.hudi.parquet.base_file import BaseFileOptions, encode_avro_parquet
@@ -140,8 +140,7 @@ class LSMHistory:
     # -- reading --------------------------------------------------------------------------------
 
     def read_file(self, name: str) -> list[dict[str, Any]]:
-        table = pq.read_table(pa.BufferReader(self.storage.read(self._path(name))))
-        return table.to_pylist()
+        return parquet_bytes.read_table(self.storage.read(self._path(name))).to_pylist()
 
     def read(self) -> list[dict[str, Any]]:
         """Every archived instant of the current snapshot, by instant time (`ArchivedTimelineV2`
@@ -156,7 +155,7 @@ class LSMHistory:
         for entry in self.manifest():
             if entry.max_instant < min_instant or entry.min_instant > max_instant:
                 continue
-            table = pq.read_table(pa.BufferReader(self.storage.read(self._path(entry.name))), columns=["instantTime"])
+            table = parquet_bytes.read_table(self.storage.read(self._path(entry.name)), columns=["instantTime"])
             out.update(t for t in table.column("instantTime").to_pylist() if t is not None)
         return out
 
