@@ -19,6 +19,8 @@ def leave(code: int) -> NoReturn:
     """Run Python's exit handlers, flush stdout and stderr, and end the process with `code`."""
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
+        if stream is None:  # started with the descriptor closed (`>&-`)
+            continue
         try:
             stream.flush()
         except (OSError, ValueError):  # a closed pipe (`ingest read ... | head`) or a closed stream

@@ -54,6 +54,14 @@ def test_leave_ignores_a_reader_that_went_away():
     assert b"Traceback" not in err
 
 
+def test_leave_keeps_the_code_when_started_without_stdout():
+    """`ingest compact ... >&-`: Python then has no `sys.stdout` at all."""
+    done = subprocess.run([sys.executable, "-c", "from ingest.process_exit import leave\nleave(4)\n"],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=REPO, env=BUFFERED, timeout=60,
+                          preexec_fn=lambda: os.close(1))
+    assert done.returncode == 4, done.stderr
+
+
 def test_the_command_line_and_the_jobs_end_through_leave(tmp_path):
     """`python -m ingest` and the jobs return main's code through `leave`; usage errors through argparse."""
     def module(*argv: str) -> int:
