@@ -60,6 +60,29 @@ _TEMP_NAME = re.compile(r"^\.(?:ingest-|.+\.)[0-9a-f]{32}\.tmp$")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):")  # two letters at least: not a drive letter
 
 
+# URL schemes that name one file system (fsspec's aliases, and Hadoop's for S3).
+_SAME_FILE_SYSTEM = {"s3a": "s3", "s3n": "s3", "gcs": "gs", "abfss": "abfs", "az": "abfs", "local": "file"}
+
+
+def within(root: str, location: str) -> bool:
+    """Whether `location` is `root` or lies under it, compared as `Storage.relative` compares them:
+    the scheme dropped within one file system, `..` resolved, a path without scheme local. Needs no
+    file system: a configuration is checked where the lake may be out of reach."""
+
+    def parts(url: str) -> tuple[str, str]:
+        scheme = _SCHEME.match(url)
+        name = scheme.group(1).lower() if scheme else "file"
+        path = url[scheme.end():] if scheme else url
+        if name in ("file", "local"):
+            path = os.path.abspath(path[2:] if path.startswith("//") else path)
+        else:
+            path = path.lstrip("/")
+        return _SAME_FILE_SYSTEM.get(name, name), posixpath.normpath("/" + path.strip("/"))
+
+    (fs_root, at_root), (fs_location, at_location) = parts(root), parts(location)
+    return fs_root == fs_location and (at_location == at_root or at_location.startswith(at_root.rstrip("/") + "/"))
+
+
 def _remove_quietly(path: str) -> None:
     try:
         os.unlink(path)
@@ -144,15 +167,6 @@ class Storage:
         full = self._normalized(location)
         prefix = self._normalized_root().rstrip("/") + "/"
         return full[len(prefix):] or None if full is not None and full.startswith(prefix) else None
-
-    def contains(self, location: str) -> bool:
-        """Whether `location` is the root or lies under it, compared as `relative` compares (a local
-        path given without a scheme is never inside a remote root)."""
-        if not _SCHEME.match(location) and not self.is_local:
-            return False
-        full = self._normalized(location)
-        root = self._normalized_root()
-        return full is not None and (full == root or full.startswith(root.rstrip("/") + "/"))
 
     def _normalized(self, location: str) -> str | None:
         """`location` without its scheme and with `..` resolved; None on another file system."""

@@ -240,6 +240,19 @@ def test_a_table_that_cannot_be_read_is_one_line_naming_the_path(tmp_path, monke
     assert load_config(path, check_table=False).table.path == "s3://ingest-no-such-bucket/orders"
 
 
+def test_where_the_quarantine_goes_is_checked_without_reaching_the_lake(tmp_path):
+    """`--no-table-check` validates where the lake is out of reach: telling whether the quarantine folder
+    is inside the table opens no file system (here HDFS, whose client needs a JVM and a name node)."""
+    config = base(tmp_path)
+    config["table"]["path"] = "hdfs://namenode:8020/lake/orders"
+    config["quarantine"] = {"path": "hdfs://namenode:8020/lake/quarantine/orders"}
+    loaded = load_config(write(tmp_path, config), check_table=False)
+    assert loaded.quarantine.path == "hdfs://namenode:8020/lake/quarantine/orders"
+    config["quarantine"] = {"path": "hdfs://namenode:8020/lake/orders/../orders/bad"}
+    with pytest.raises(ConfigError, match="quarantine.path: must be outside the table"):
+        load_config(write(tmp_path, config), check_table=False)
+
+
 RAW_ERRORS = [
     ("a key given twice", "table:\n  path: /a\n  path: /b\n",
      "{file}: is not valid YAML: key 'path' is given twice (line 3, column 3)"),

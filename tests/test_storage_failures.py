@@ -149,9 +149,15 @@ def test_plans_locations_resolve_without_scheme_as_hudi_compares_them(base, loca
     ("s3://lake/t", "s3://lake/t2/q", False),
     ("s3://lake/t", "/lake/t/q", False),                    # a local folder beside a remote table
     ("/lake/t", "s3://lake/t/q", False),
+    ("file:///lake/t", "/lake/t/q", True),
+    ("file:/lake/t/../t", "local:///lake/t", True),
+    ("abfs://c@acct.dfs.core.windows.net/t", "abfss://c@acct.dfs.core.windows.net/t/q", True),  # no adlfs needed
+    ("gs://lake/t", "gcs://lake/t/q", True),
+    ("hdfs://nn/t", "hdfs://nn/t/q", True),
+    ("hdfs://nn/t", "hdfs://nn/tq", False),
 ])
 def test_a_location_is_inside_the_table_as_hudi_would_list_it(base, location, inside):
     """A folder Hudi's listing of the table would walk into (whatever URL names it) is inside it."""
-    from ingest.storage import Storage
+    from ingest.storage import within
 
-    assert Storage(base, {"anon": True} if base.startswith("s3") else None).contains(location) is inside
+    assert within(base, location) is inside

@@ -47,7 +47,7 @@ from ingest.hudi.timeline.heartbeat import HeartbeatSettings
 from ingest.kafka.client_config import consumer_config
 from ingest.kafka.registry import RegistrySettings, SubjectVersion, subject_urls
 from ingest.kafka.spec import DecoderSpec, decoder_spec
-from ingest.storage import Storage
+from ingest.storage import Storage, within
 from ingest.write.file_group_writer import InsertMode
 from ingest.write.options import IndexOptions, IndexType, Operation, SmallFileOptions, WriteOptions
 from ingest.write.plan import index_type_mismatch
@@ -492,7 +492,7 @@ class Resolver:
         if on_error is OnError.QUARANTINE and not quarantine.path:
             raise ConfigError("is required when stream.on_error is quarantine: where bad records go",
                               source=self.origin("stream.on_error"), key="quarantine.path")
-        if quarantine.path and Storage(table.path, table.storage_options).contains(quarantine.path):
+        if quarantine.path and within(table.path, quarantine.path):
             self.fail("quarantine.path", f"must be outside the table ({table.path}): Hudi readers would see its files")
         checkpoint = self.get("stream.checkpoint")
         if source.kafka is not None and not checkpoint:
