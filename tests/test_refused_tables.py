@@ -3,6 +3,7 @@ nothing behind: the same answer from `ingest validate-config`, the jobs and the 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -161,3 +162,54 @@ def test_a_table_whose_schema_hudi_evolved_on_read_is_refused(tmp_path, capsys, 
     with pytest.raises(UnsupportedTable, match=re.escape(says)):
         archiver.archive(HudiTable.open(str(table)), ServiceSettings())
     assert files(table) == before
+
+
+def options_at(table: Path) -> WriteOptions:
+    return WriteOptions(str(table), table.name, hudi={**HUDI_SETTINGS, "hoodie.datasource.write.precombine.field": "ts"},
+                        index=IndexOptions(type=IndexType.KEY))
+
+
+HUDI_UPDATE = "20251220210130911"  # the v8 fixture's last deltacommit: an update, in the latest slice's log
+
+
+def make_partial(table: Path) -> None:
+    """Hudi's update block of HUDI_UPDATE turned into a partial update (`IS_PARTIAL`), as Hudi 1.x's MERGE
+    INTO writes one when it sets some columns (here all: the records do not matter, the header does)."""
+    from ingest.hudi.log.log_block import BlockType, HeaderKey
+    from ingest.hudi.log.log_reader import read_log_file
+    from ingest.hudi.log.log_writer import create_log_file
+    from ingest.storage import Storage
+
+    (log,) = table.glob(f"city=*/.*_{HUDI_UPDATE}.log.*")
+    storage, rel = Storage(str(table)), str(log.relative_to(table))
+    (block,) = read_log_file(storage, rel)
+    assert block.block_type is BlockType.AVRO_DATA
+    log.unlink()
+    create_log_file(storage, rel, [dataclasses.replace(block, header=(*block.header, (HeaderKey.IS_PARTIAL, "true")))])
+
+
+def test_a_hudi_partial_update_is_refused_before_anything_is_written(hudi_table_copy, tmp_path, capsys):
+    """Hudi 1.x's MERGE INTO on a Merge-On-Read table of version 8 or more writes the columns it sets as a
+    partial block (`IS_PARTIAL`, `HoodieAppendHandle` with `hoodie.write.partial.update.schema`), which
+    `KeyBasedFileGroupRecordBuffer` merges field by field into the previous version. ingest does not merge
+    partial records: a writer meeting one in another writer's deltacommit refuses the table before its own
+    instant is requested, so nothing changes."""
+    table = hudi_table_copy("v8_trips_8i3u1d")
+    make_partial(table)
+    line = refused(capsys, pipeline(tmp_path, table), table)
+    assert line.endswith(f"AVRO_DATA block at offset 0 (instant {HUDI_UPDATE}) holds partial updates (IS_PARTIAL, "
+                         "as Spark's MERGE INTO writes them): ingest does not merge partial records"), line
+    before = files(table)
+    with pytest.raises(UnsupportedTable, match=rf"block at offset 0 \(instant {HUDI_UPDATE}\) holds partial updates"):
+        LocalWriter(options_at(table)).write(rows())
+    assert files(table) == before
+
+
+def test_a_partial_update_hudi_compacted_away_is_not_read(hudi_table_copy):
+    """Once the slice is compacted (here by ingest, before the block became partial, as Hudi's compaction
+    would merge it), its log file stays until cleaned but no reader reads it: ingest writes again."""
+    table = hudi_table_copy("v8_trips_8i3u1d")
+    hudi_table = HudiTable.open(str(table))
+    compaction.execute(hudi_table, compaction.schedule(hudi_table, CompactionSettings(), force=True))
+    make_partial(table)
+    assert LocalWriter(options_at(table)).write(rows()).instant is not None

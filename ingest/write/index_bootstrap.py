@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import posixpath
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -20,6 +21,8 @@ import pyarrow as pa
 from ingest.hudi.avro import avro_models
 from ingest.hudi.avro import schema as avro
 from ingest.hudi.keygen.bucket_index import bucket_id_from_file_id
+from ingest.hudi.log.log_reader import refuse_unmergeable_file
+from ingest.hudi.table.file_names import is_log_file
 from ingest.hudi.table.file_system_view import FileSlice
 from ingest.hudi.table.snapshot import ReadContext, read_slice
 from ingest.hudi.table.table import HudiTable
@@ -115,6 +118,29 @@ def foreign_commits(table: HudiTable, timeline: Timeline, manifest: Manifest) ->
             continue
         out.append(instant.timestamp)
     return out + undone_writes(table, timeline, manifest)
+
+
+def refuse_unmergeable_writes(table: HudiTable, timeline: Timeline) -> None:
+    """Before a write begins: the data blocks other writers' deltacommits left in the latest file
+    slices, where the index has not seen them, must be blocks ingest merges (`log_reader.refuse_unmergeable`:
+    no partial updates, no changelog deletes). The index's rebuild would read them, but only once the
+    write's instant is requested; refused here, the table is left as it was. Once Hudi compacted those
+    slices, their log files are no longer read, and the write goes ahead."""
+    manifest = Manifest.read(table)
+    written = []
+    for instant in timeline.completed(Action.DELTA_COMMIT):
+        if manifest is not None and manifest.covers(instant.timestamp):
+            continue
+        meta = table.commit_metadata(instant)
+        if WRITER_KEY not in meta.extra_metadata:
+            written += [(path, instant.timestamp) for path in meta.written_paths()
+                        if is_log_file(posixpath.basename(path))]
+    if not written:
+        return
+    read = {lf.path for s in table.view(timeline).latest_file_slices() for lf in s.log_files}
+    for path, instant_time in written:
+        if path in read:
+            refuse_unmergeable_file(table.storage, path, instant_time)
 
 
 # Rolled back, these change no key: a compaction is retried from its plan (`rollbackInflightCompaction`).

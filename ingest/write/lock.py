@@ -33,6 +33,7 @@ from ingest.hudi.table.table import HudiTable
 from ingest.hudi.timeline.timeline import AUX_FOLDER, refuse_pending_restore
 from ingest.liveness import ProcessIdentity
 from ingest.storage import Storage
+from ingest.write.index_bootstrap import refuse_unmergeable_writes
 from ingest.write.options import WriteOptions
 
 log = logging.getLogger(__name__)
@@ -42,8 +43,9 @@ _EPOCH_RE = re.compile(r"^writer\.(\d{10})\.json$")
 
 def _refuse_unwritable(storage: Storage) -> None:
     """Before the lease is taken (so a refused table is left as it was): what the table is made of,
-    a restore pending on it, or a schema Hudi evolved on read. A timeline an upgrade is moving is the
-    upgrade's (which takes this lease to finish it); writers meet it under the lease."""
+    a restore pending on it, a schema Hudi evolved on read, or another writer's log blocks ingest
+    does not merge. A timeline an upgrade is moving is the upgrade's (which takes this lease to
+    finish it); writers meet it under the lease."""
     try:
         config = TableConfig.load(storage)
     except TableNotFound:
@@ -56,6 +58,7 @@ def _refuse_unwritable(storage: Storage) -> None:
         return
     refuse_pending_restore(timeline, storage.base_url)
     table.check_no_schema_history(timeline)
+    refuse_unmergeable_writes(table, timeline)
 
 
 @dataclass(frozen=True)

@@ -284,10 +284,11 @@ def _check_command(block: LogBlock) -> None:
 
 
 OPERATION_FIELD = "_hoodie_operation"  # HoodieRecord.OPERATION_METADATA_FIELD
+_DATA_BLOCKS = frozenset({BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.CDC_DATA})
 _DELETING_OPERATIONS = ("D", "-U")   # HoodieOperation.isDelete / isUpdateBefore
 
 
-def _refuse_merge_semantics(block: LogBlock) -> None:
+def refuse_unmergeable(block: LogBlock) -> None:
     """Refuse a data block whose records Hudi merges otherwise than whole and by key: a partial update
     (`IS_PARTIAL`: `KeyBasedFileGroupRecordBuffer` merges it field by field into the previous version),
     or records whose operation metadata field says they delete (`hoodie.allow.operation.metadata.field`,
@@ -312,6 +313,17 @@ def _refuse_merge_semantics(block: LogBlock) -> None:
                                "by operation")
 
 
+def refuse_unmergeable_file(storage: Storage, path: str, instant_time: str) -> None:
+    """`refuse_unmergeable` for the data blocks `instant_time` wrote into the log file `path` (a file
+    since cleaned away is no longer read by anyone, and passes)."""
+    try:
+        for block in iter_log_blocks(storage, path):
+            if block.block_type in _DATA_BLOCKS and block.instant_time == instant_time:
+                refuse_unmergeable(block)
+    except FileNotFoundError:
+        return
+
+
 def decode_block(block: LogBlock, reader_schema: AvroSchema | str | None = None) -> DecodedBlock:
     """Decode a block's content; a content that does not decode exactly yields a CORRUPT block.
 
@@ -332,7 +344,7 @@ def decode_block(block: LogBlock, reader_schema: AvroSchema | str | None = None)
             raise UnsupportedTable(
                 f"HFILE_DATA block at offset {block.offset}: metadata-table blocks are not decoded"
             )
-        _refuse_merge_semantics(block)
+        refuse_unmergeable(block)
         return DecodedBlock(block, records=tuple(decode_data_block(block, reader_schema)))
     except LogFormatError as e:
         reason = f"{block.block_type.name} block does not decode: {e}"
