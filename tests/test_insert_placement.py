@@ -75,6 +75,22 @@ def test_stream_batches_fill_one_small_base_file(spark, tmp_path):
     assert last[0].prev_commit != NULL_COMMIT and last[0].path.endswith(".parquet")
 
 
+@pytest.mark.parametrize("version", [6, 8, 9])
+def test_a_small_file_merge_names_the_base_file_it_merged(tmp_path, version):
+    """Hudi 1.x's `HoodieMergeHandle` sets `prevCommit` to the merged base file's instant and `prevBaseFile` to
+    its name (`setPrevBaseFile(baseFileToMerge.getFileName())`); 0.14/0.15's JSON metadata has no such field."""
+    path = tmp_path / "t"
+    writer = LocalWriter(options_for(path, "key", "base", version=version))
+    writer.write(batch(["a", "b"], 1))
+    first = HudiTable.open(str(path)).timeline().last_completed(Action.DELTA_COMMIT)
+    writer.write(batch(["c"], 2))
+    table = HudiTable.open(str(path))
+    (stat,) = table.commit_metadata(table.timeline().last_completed(Action.DELTA_COMMIT)).all_write_stats()
+    (merged,) = table.commit_metadata(first).all_write_stats()
+    assert stat.file_id == merged.file_id and stat.prev_commit == first.timestamp
+    assert stat.prev_base_file == (merged.path.rsplit("/", 1)[-1] if version >= 8 else None)
+
+
 def test_small_file_limit_zero_opens_a_file_group_per_batch(tmp_path):
     """`SparkUpsertDeltaCommitPartitioner.getSmallFileCandidates`: with `hoodie.parquet.small.file.limit`
     <= 0 there are no small files, so each batch's new keys open new file groups (base files)."""

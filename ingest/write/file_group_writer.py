@@ -372,6 +372,7 @@ def _merge_base_file(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Tab
         path=path,
         partition_path=target.partition_path,
         prev_commit=target.base_instant,
+        prev_base_file=target.base_file,
         num_writes=rows.num_rows,
         num_deletes=deleted,
         num_update_writes=updates,
