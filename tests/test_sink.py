@@ -379,3 +379,27 @@ def test_writer_killed_during_a_batch_loses_and_duplicates_nothing(tmp_path, cra
     assert len(timeline.completed(Action.DELTA_COMMIT)) == len(BATCHES), "each batch committed exactly once"
     if crash_at != "after_commit":
         assert timeline.completed(Action.ROLLBACK), "the interrupted instant was rolled back"
+
+
+@pytest.mark.parametrize("delta", [False, True])
+def test_write_stats_cross_from_the_executors_to_the_driver_whole(delta):
+    """Write tasks send their stats to the driver as JSON (`_result_batch`, `_parse_results`): every field
+    arrives, `prevBaseFile` too (Hudi 1.x's `HoodieMergeHandle` sets it, and the commit file's JSON at
+    version 6, `WriteStat.to_json`, has no such field)."""
+    from ingest.hudi.timeline.commit_metadata import RuntimeStats, WriteStat
+    from ingest.spark import sink
+    from ingest.write.tasks import TaskResult
+
+    fields = dict(file_id="f1", path="p/f1-0_1-2-3_20260101000000002.parquet", partition_path="p",
+                  prev_commit="20260101000000001", num_writes=3, num_deletes=1, num_update_writes=1, num_inserts=2,
+                  total_write_bytes=400, file_size_in_bytes=400, runtime_stats=RuntimeStats(1, 2, 3))
+    if delta:
+        fields.update(path="p/.f1-0_20260101000000001.log.2_1-2-3", log_version=2, log_offset=0,
+                      base_file="f1-0_0-1-2_20260101000000001.parquet", log_files=("a.log.1", "a.log.2"),
+                      total_log_records=3, total_log_blocks=1)
+    else:
+        fields.update(prev_base_file="f1-0_0-1-2_20260101000000001.parquet")
+    stat = WriteStat(**fields)
+    result = TaskResult((stat,), ("segment",), {"rows_in": 3})
+    sent = sink._result_batch(result).column("result")[0].as_py()
+    assert sink._parse_results([{"result": sent}]).stats == (stat,)

@@ -100,7 +100,8 @@ def _table(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:
 
 def _result_batch(result: tasks.TaskResult) -> pa.RecordBatch:
     payload = json.dumps({
-        "stats": [s.to_json() for s in result.stats],
+        # Every field, `prevBaseFile` too (`to_json` is the commit file's JSON, which has none).
+        "stats": [{**s.to_json(), "prevBaseFile": s.prev_base_file} for s in result.stats],
         "segments": list(result.segments),
         "counts": dict(result.counts),
     })
