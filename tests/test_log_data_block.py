@@ -221,3 +221,15 @@ def test_records_an_operation_field_marks_as_deletes_are_refused():
                                        {"_hoodie_operation": op, "id": "b", "n": 2}], OPERATION)
         with pytest.raises(UnsupportedTable, match=f"_hoodie_operation is {op} "):
             decode_block(avro_data_block("002", OPERATION, content), V1)
+
+
+def test_an_operation_block_that_does_not_decode_is_corrupt_not_an_error():
+    """The check for changelog deletes decodes the operation field; content that does not decode is left to
+    the read, which reports the block as CORRUPT (as Hudi's reader skips it), also when the writer's check
+    before its lease meets it (`refuse_unmergeable`)."""
+    from ingest.hudi.log.log_reader import refuse_unmergeable
+
+    content = encode_avro_records([{"_hoodie_operation": "D", "id": "a", "n": 1}], OPERATION)
+    torn = avro_data_block("003", OPERATION, content[: len(content) // 2])
+    assert refuse_unmergeable(torn) is None
+    assert decode_block(torn, V1).block.is_corrupt

@@ -203,6 +203,9 @@ def test_a_hudi_partial_update_is_refused_before_anything_is_written(hudi_table_
     with pytest.raises(UnsupportedTable, match=rf"block at offset 0 \(instant {HUDI_UPDATE}\) holds partial updates"):
         LocalWriter(options_at(table)).write(rows())
     assert files(table) == before
+    # Cleaning and archival read no log block: they are not refused.
+    for service in ("clean", "archive"):
+        assert cli.main([service, str(table)]) == 0, capsys.readouterr().err
 
 
 def test_a_partial_update_hudi_compacted_away_is_not_read(hudi_table_copy):
@@ -213,3 +216,50 @@ def test_a_partial_update_hudi_compacted_away_is_not_read(hudi_table_copy):
     compaction.execute(hudi_table, compaction.schedule(hudi_table, CompactionSettings(), force=True))
     make_partial(table)
     assert LocalWriter(options_at(table)).write(rows()).instant is not None
+
+
+V6_UPDATE = "20250331030645735"  # the v6 fixture's update: one AVRO_DATA block in a log file of the latest slice
+
+
+@pytest.mark.parametrize("partial", ["merged block", "compacted block"])
+def test_a_log_compaction_decides_which_partial_blocks_are_read(hudi_table_copy, partial):
+    """Hudi's log compaction (`LogCompactionExecutionHelper`) writes a block with `COMPACTED_BLOCK_TIMES`
+    that readers take in place of the blocks it merged (`scanInternalV2`). The writer's check reads the
+    blocks as reads merge them: a partial block the compacted block replaced is not read, and the table
+    is written; a compacted block that is itself partial is, and the table is refused, unchanged."""
+    from ingest.hudi.log.log_block import BlockType, HeaderKey, LogBlock, encode_log_block
+    from ingest.hudi.log.log_reader import read_log_file
+    from ingest.hudi.log.log_writer import create_log_file
+    from ingest.storage import Storage
+
+    table = hudi_table_copy("v6_trips_8i1u")
+    storage = Storage(str(table))
+    (log,) = table.glob("city=*/.*.log.*")
+    rel = str(log.relative_to(table))
+    (update,) = read_log_file(storage, rel)
+    partial_header = (HeaderKey.IS_PARTIAL, "true")
+    if partial == "merged block":
+        log.unlink()
+        create_log_file(storage, rel, [dataclasses.replace(update, header=(*update.header, partial_header))])
+    compacted = "20250331030700000"
+    storage.write(f".hoodie/{compacted}.logcompaction.requested", b"")
+    storage.write(f".hoodie/{compacted}.logcompaction.inflight", b"")
+    header = [(k, compacted if k is HeaderKey.INSTANT_TIME else v) for k, v in update.header]
+    header.append((HeaderKey.COMPACTED_BLOCK_TIMES, V6_UPDATE))
+    if partial == "compacted block":
+        header.append(partial_header)
+    new_rel = rel.replace(".log.1_", ".log.2_")
+    storage.write(new_rel, encode_log_block(LogBlock(BlockType.AVRO_DATA, header, update.content, update.footer)))
+    metadata = json.loads(storage.read(f".hoodie/{V6_UPDATE}.deltacommit"))
+    for stats in metadata["partitionToWriteStats"].values():
+        for stat in stats:
+            stat["path"] = new_rel
+    storage.write(f".hoodie/{compacted}.deltacommit", json.dumps(metadata, indent=2).encode())
+
+    if partial == "merged block":
+        assert LocalWriter(options_at(table)).write(rows()).instant is not None
+        return
+    before = files(table)
+    with pytest.raises(UnsupportedTable, match=rf"\(instant {compacted}\) holds partial updates"):
+        LocalWriter(options_at(table)).write(rows())
+    assert files(table) == before

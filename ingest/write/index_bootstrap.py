@@ -21,10 +21,11 @@ import pyarrow as pa
 from ingest.hudi.avro import avro_models
 from ingest.hudi.avro import schema as avro
 from ingest.hudi.keygen.bucket_index import bucket_id_from_file_id
-from ingest.hudi.log.log_reader import refuse_unmergeable_file
+from ingest.hudi.log.log_block import DATA_BLOCKS
+from ingest.hudi.log.log_reader import refuse_unmergeable
 from ingest.hudi.table.file_names import is_log_file
 from ingest.hudi.table.file_system_view import FileSlice
-from ingest.hudi.table.snapshot import ReadContext, read_slice
+from ingest.hudi.table.snapshot import ReadContext, merged_blocks, read_slice, scan_logs
 from ingest.hudi.table.table import HudiTable
 from ingest.hudi.timeline.instant import Action
 from ingest.hudi.timeline.timeline import Timeline, read_instant
@@ -121,26 +122,33 @@ def foreign_commits(table: HudiTable, timeline: Timeline, manifest: Manifest) ->
 
 
 def refuse_unmergeable_writes(table: HudiTable, timeline: Timeline) -> None:
-    """Before a write begins: the data blocks other writers' deltacommits left in the latest file
-    slices, where the index has not seen them, must be blocks ingest merges (`log_reader.refuse_unmergeable`:
-    no partial updates, no changelog deletes). The index's rebuild would read them, but only once the
-    write's instant is requested; refused here, the table is left as it was. Once Hudi compacted those
-    slices, their log files are no longer read, and the write goes ahead."""
+    """Before a write begins: the log blocks other writers' deltacommits and log compactions left where
+    the latest file slices' reads merge them, unseen by the index, must be blocks ingest merges
+    (`log_reader.refuse_unmergeable`: no partial updates, no changelog deletes). The index's rebuild
+    would read them, but only once the write's instant is requested; refused here, the table is left as
+    it was. Once Hudi compacted those slices, their log files are not read, and the write goes ahead."""
     manifest = Manifest.read(table)
-    written = []
-    for instant in timeline.completed(Action.DELTA_COMMIT):
+    foreign: dict[str, set[str]] = {}  # log file -> the foreign instants that wrote into it
+    for instant in timeline.completed(Action.DELTA_COMMIT, Action.LOG_COMPACTION):
         if manifest is not None and manifest.covers(instant.timestamp):
             continue
         meta = table.commit_metadata(instant)
-        if WRITER_KEY not in meta.extra_metadata:
-            written += [(path, instant.timestamp) for path in meta.written_paths()
-                        if is_log_file(posixpath.basename(path))]
-    if not written:
+        if WRITER_KEY in meta.extra_metadata:
+            continue
+        for path in meta.written_paths():
+            if is_log_file(posixpath.basename(path)):
+                foreign.setdefault(path, set()).add(instant.timestamp)
+    if not foreign:
         return
-    read = {lf.path for s in table.view(timeline).latest_file_slices() for lf in s.log_files}
-    for path, instant_time in written:
-        if path in read:
-            refuse_unmergeable_file(table.storage, path, instant_time)
+    slices = [s for s in table.view(timeline).latest_file_slices() if any(lf.path in foreign for lf in s.log_files)]
+    if not slices:
+        return
+    ctx = ReadContext.of(table, table.schema(timeline) or {}, timeline.completed_write_timestamps())
+    instants = set().union(*foreign.values())
+    for slice_ in slices:
+        for block in merged_blocks(scan_logs(ctx, slice_)):
+            if block.instant_time in instants and block.block_type in DATA_BLOCKS:
+                refuse_unmergeable(block)
 
 
 # Rolled back, these change no key: a compaction is retried from its plan (`rollbackInflightCompaction`).

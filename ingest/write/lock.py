@@ -41,11 +41,12 @@ LOCK_FOLDER = f"{AUX_FOLDER}/ingest/lock"
 _EPOCH_RE = re.compile(r"^writer\.(\d{10})\.json$")
 
 
-def _refuse_unwritable(storage: Storage) -> None:
+def _refuse_unwritable(storage: Storage, writes_records: bool) -> None:
     """Before the lease is taken (so a refused table is left as it was): what the table is made of,
-    a restore pending on it, a schema Hudi evolved on read, or another writer's log blocks ingest
-    does not merge. A timeline an upgrade is moving is the upgrade's (which takes this lease to
-    finish it); writers meet it under the lease."""
+    a restore pending on it, a schema Hudi evolved on read, and for a holder that writes records
+    (reading the latest slices through the key index) another writer's log blocks ingest does not
+    merge. A timeline an upgrade is moving is the upgrade's (which takes this lease to finish it);
+    writers meet it under the lease, as they meet instants archival removes while this looks."""
     try:
         config = TableConfig.load(storage)
     except TableNotFound:
@@ -58,7 +59,11 @@ def _refuse_unwritable(storage: Storage) -> None:
         return
     refuse_pending_restore(timeline, storage.base_url)
     table.check_no_schema_history(timeline)
-    refuse_unmergeable_writes(table, timeline)
+    if writes_records:
+        try:
+            refuse_unmergeable_writes(table, timeline)
+        except (TimelineError, FileNotFoundError):
+            return
 
 
 @dataclass(frozen=True)
@@ -102,8 +107,9 @@ class WriterLock:
     """The lease of one writer process on one table."""
 
     def __init__(self, storage: Storage, expiry_seconds: float = 60.0, description: str = "", *,
-                 wait_seconds: float = 0.0, hudi_lock: LockSettings | None = None):
+                 wait_seconds: float = 0.0, hudi_lock: LockSettings | None = None, writes_records: bool = False):
         self.storage = storage
+        self.writes_records = writes_records  # a writer's lease, not a table service's
         self.expiry = expiry_seconds
         self.owner = f"{uuid.uuid4()}"
         self.description = description
@@ -141,7 +147,7 @@ class WriterLock:
         """Take the lease (and Hudi's lock, if configured), waiting up to `wait_seconds` for them;
         then raise ConcurrentWriterError naming the holder. A table ingest cannot write is refused
         first (UnsupportedTable), so it gets no lease file."""
-        _refuse_unwritable(self.storage)
+        _refuse_unwritable(self.storage, self.writes_records)
         deadline = time.monotonic() + self.wait_seconds
         pause = 0.05
         while True:
@@ -259,4 +265,4 @@ def for_writer(options: WriteOptions, description: str = "") -> WriterLock:
     hudi_lock = LockSettings.from_hudi(options.hudi, options.table_path, options.jvm_timezone)
     return WriterLock(Storage(options.table_path, options.storage_options), options.lock_expiry_seconds,
                       description or options.checkpoint_id, wait_seconds=options.lock_wait_seconds,
-                      hudi_lock=hudi_lock)
+                      hudi_lock=hudi_lock, writes_records=True)

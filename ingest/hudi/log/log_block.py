@@ -47,6 +47,10 @@ class BlockType(IntEnum):
     CDC_DATA = 6
 
 
+# Blocks of records (`HoodieDataBlock`'s kinds this format knows).
+DATA_BLOCKS = frozenset({BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.CDC_DATA})
+
+
 class HeaderKey(IntEnum):
     """`HoodieLogBlock.HeaderMetadataType`, written as its ordinal.
 

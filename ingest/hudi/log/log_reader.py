@@ -23,6 +23,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import IO, Any
 
+import pyarrow as pa
+
 from ingest.errors import LogFormatError, UnsupportedTable
 from ingest.hudi.avro.schema import AvroSchema
 from ingest.hudi.log.data_block import decode_data_block
@@ -284,7 +286,6 @@ def _check_command(block: LogBlock) -> None:
 
 
 OPERATION_FIELD = "_hoodie_operation"  # HoodieRecord.OPERATION_METADATA_FIELD
-_DATA_BLOCKS = frozenset({BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.CDC_DATA})
 _DELETING_OPERATIONS = ("D", "-U")   # HoodieOperation.isDelete / isUpdateBefore
 
 
@@ -305,23 +306,15 @@ def refuse_unmergeable(block: LogBlock) -> None:
     fields = [f for f in writer.get("fields", []) if f.get("name") == OPERATION_FIELD]
     if not fields:
         return
-    operations = decode_data_block(block, {**writer, "fields": fields})
+    try:
+        operations = decode_data_block(block, {**writer, "fields": fields})
+    except (LogFormatError, pa.ArrowException):
+        return  # content that does not decode: the read reports the block as corrupt
     deleting = sorted({r.get(OPERATION_FIELD) for r in operations} & set(_DELETING_OPERATIONS))
     if deleting:
         raise UnsupportedTable(f"{where} holds records whose {OPERATION_FIELD} is {', '.join(deleting)} "
                                "(Hudi's operation metadata field, Flink changelog mode): ingest does not merge "
                                "by operation")
-
-
-def refuse_unmergeable_file(storage: Storage, path: str, instant_time: str) -> None:
-    """`refuse_unmergeable` for the data blocks `instant_time` wrote into the log file `path` (a file
-    since cleaned away is no longer read by anyone, and passes)."""
-    try:
-        for block in iter_log_blocks(storage, path):
-            if block.block_type in _DATA_BLOCKS and block.instant_time == instant_time:
-                refuse_unmergeable(block)
-    except FileNotFoundError:
-        return
 
 
 def decode_block(block: LogBlock, reader_schema: AvroSchema | str | None = None) -> DecodedBlock:

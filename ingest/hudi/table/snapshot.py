@@ -193,12 +193,18 @@ def report_corrupt(ctx: ReadContext, corrupt: Iterable[CorruptBlock]) -> None:
         log.warning("%s; skipped: its rows are missing from this read", block.describe())
 
 
+def merged_blocks(scanned: _SliceLogs) -> list[LogBlock]:
+    """The scanned blocks a read merges, in the order it merges them: rolled back ones left out,
+    log-compacted ones in place of the blocks they replaced (`compacted_blocks.merge_order`)."""
+    return merge_order([b for b in scanned.blocks if b.instant_time not in scanned.rolled_back])
+
+
 def _log_versions(ctx: ReadContext, slice_: FileSlice) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]]]:
     """Data records and deletes of the slice's visible log blocks, in scan order."""
     scanned = scan_logs(ctx, slice_)
     report_corrupt(ctx, scanned.corrupt)
     block_paths, rolled_back = scanned.paths, scanned.rolled_back
-    blocks = merge_order([b for b in scanned.blocks if b.instant_time not in rolled_back])
+    blocks = merged_blocks(scanned)
     records: list[dict[str, Any]] = []
     deletes: list[tuple[Any, ...]] = []
     wanted_wrapper = _ordering_wrapper(ctx.schema, ctx.ordering_field)
