@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import posixpath
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,7 +27,8 @@ from ingest.hudi.table.file_names import is_log_file
 from ingest.hudi.table.file_system_view import FileSlice
 from ingest.hudi.table.snapshot import ReadContext, merged_blocks, read_slice, scan_logs
 from ingest.hudi.table.table import HudiTable
-from ingest.hudi.timeline.instant import Action
+from ingest.hudi.timeline.commit_metadata import CommitMetadata
+from ingest.hudi.timeline.instant import Action, Instant
 from ingest.hudi.timeline.timeline import Timeline, read_instant
 from ingest.index import key_state as ks
 from ingest.phases import phase
@@ -107,17 +108,21 @@ def layout(options: WriteOptions) -> dict:
     return {"type": "key", "shards": options.index.shards, "global": options.index.global_scope}
 
 
+def _unseen(table: HudiTable, timeline: Timeline, manifest: Manifest | None,
+            *actions: Action) -> Iterator[tuple[Instant, CommitMetadata]]:
+    """Completed instants of `actions` another writer made that `manifest` (if any) does not cover."""
+    for instant in timeline.completed(*actions):
+        if manifest is not None and manifest.covers(instant.timestamp):
+            continue
+        meta = table.commit_metadata(instant)
+        if WRITER_KEY not in meta.extra_metadata:
+            yield instant, meta
+
+
 def foreign_commits(table: HudiTable, timeline: Timeline, manifest: Manifest) -> list[str]:
     """Writes completed that `manifest` does not cover and ingest did not make (compactions add no
     keys); and restores and rollbacks since then that undid a write it covers."""
-    out = []
-    for instant in timeline.completed(*KEY_WRITES):
-        if manifest.covers(instant.timestamp):
-            continue
-        meta = table.commit_metadata(instant)
-        if meta.compacted or WRITER_KEY in meta.extra_metadata:
-            continue
-        out.append(instant.timestamp)
+    out = [instant.timestamp for instant, meta in _unseen(table, timeline, manifest, *KEY_WRITES) if not meta.compacted]
     return out + undone_writes(table, timeline, manifest)
 
 
@@ -127,14 +132,8 @@ def refuse_unmergeable_writes(table: HudiTable, timeline: Timeline) -> None:
     (`log_reader.refuse_unmergeable`: no partial updates, no changelog deletes). The index's rebuild
     would read them, but only once the write's instant is requested; refused here, the table is left as
     it was. Once Hudi compacted those slices, their log files are not read, and the write goes ahead."""
-    manifest = Manifest.read(table)
     foreign: dict[str, set[str]] = {}  # log file -> the foreign instants that wrote into it
-    for instant in timeline.completed(Action.DELTA_COMMIT, Action.LOG_COMPACTION):
-        if manifest is not None and manifest.covers(instant.timestamp):
-            continue
-        meta = table.commit_metadata(instant)
-        if WRITER_KEY in meta.extra_metadata:
-            continue
+    for instant, meta in _unseen(table, timeline, Manifest.read(table), Action.DELTA_COMMIT, Action.LOG_COMPACTION):
         for path in meta.written_paths():
             if is_log_file(posixpath.basename(path)):
                 foreign.setdefault(path, set()).add(instant.timestamp)
