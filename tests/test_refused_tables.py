@@ -14,12 +14,13 @@ import yaml
 from service_tables import HUDI_SETTINGS, options_for
 
 from ingest import cli
-from ingest.errors import UnsupportedTable
+from ingest.errors import TimelineError, UnsupportedTable
 from ingest.hudi.config.service_settings import CleanSettings, CompactionSettings, ServiceSettings
 from ingest.hudi.services import archiver, cleaner, compaction
 from ingest.hudi.table.table import HudiTable
 from ingest.hudi.timeline.instant import Action
 from ingest.write.batch import LocalWriter
+from ingest.write.index_bootstrap import Manifest
 from ingest.write.options import IndexOptions, IndexType, WriteOptions
 
 SCHEMA = "uuid STRING NOT NULL, city STRING, ts BIGINT, fare DOUBLE"
@@ -258,8 +259,24 @@ def test_a_log_compaction_decides_which_partial_blocks_are_read(hudi_table_copy,
 
     if partial == "merged block":
         assert LocalWriter(options_at(table)).write(rows()).instant is not None
+        # Known to the index now: later writes do not read the log compaction's slices again.
+        assert Manifest.read(HudiTable.open(str(table))).covers(compacted)
         return
     before = files(table)
     with pytest.raises(UnsupportedTable, match=rf"\(instant {compacted}\) holds partial updates"):
         LocalWriter(options_at(table)).write(rows())
+    assert files(table) == before
+
+
+def test_another_writers_commit_that_does_not_parse_is_refused_before_the_lease(tmp_path):
+    """A deltacommit file another writer left torn: the writer's check reads its metadata before the lease
+    and fails there, naming it, so no instant of its own is requested on a table it cannot read."""
+    table = tmp_path / "trips"
+    LocalWriter(options_for(table)).write(rows())
+    (done,) = [p for p in (table / ".hoodie").glob("*.deltacommit")]
+    torn = table / ".hoodie" / "20000101000000000.deltacommit"  # not the latest: the schema is read from that
+    torn.write_bytes(done.read_bytes()[:40])
+    before = files(table)
+    with pytest.raises(TimelineError, match="20000101000000000"):
+        LocalWriter(options_for(table)).write(rows())
     assert files(table) == before

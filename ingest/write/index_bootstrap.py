@@ -52,7 +52,7 @@ MAX_KNOWN = 500
 
 @dataclass(frozen=True)
 class Manifest:
-    """The index's layout and the completed writes, restores and rollbacks it reflects.
+    """The index's layout and the completed writes, restores, rollbacks and log compactions it reflects.
 
     Coverage is by name, not by time: Hudi's writers take their instant time when they start and write
     the requested instant afterwards, on machines whose clocks differ, so a write can appear after the
@@ -86,7 +86,8 @@ class Manifest:
     def of(cls, options: WriteOptions, as_of: str, timeline: Timeline, own: str | None = None) -> Manifest:
         """A manifest covering `timeline` (and the write `own`, completed since), up to `as_of`."""
         pending = tuple(i.timestamp for i in timeline.pending(*KEY_WRITES) if i.timestamp != own)
-        completed = {i.timestamp for i in timeline.completed(*KEY_WRITES, *UNDOING)}
+        # Log compactions too: no key moves, but the writer's check reads their blocks until they are known.
+        completed = {i.timestamp for i in timeline.completed(*KEY_WRITES, *UNDOING, Action.LOG_COMPACTION)}
         known = sorted(completed | ({own} if own else set()))
         since = known[-MAX_KNOWN] if len(known) > MAX_KNOWN else "0"
         return cls(layout(options), as_of, pending, tuple(known[-MAX_KNOWN:]), since)

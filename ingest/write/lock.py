@@ -62,7 +62,11 @@ def _refuse_unwritable(storage: Storage, writes_records: bool) -> None:
     if writes_records:
         try:
             refuse_unmergeable_writes(table, timeline)
-        except (TimelineError, FileNotFoundError):
+        except FileNotFoundError:
+            return
+        except TimelineError as e:
+            if not isinstance(e.__cause__, FileNotFoundError):
+                raise  # a commit that does not parse: refused here, before anything is written
             return
 
 
