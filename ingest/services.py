@@ -40,6 +40,7 @@ from ingest.hudi.timeline.heartbeat import HeartbeatSettings
 from ingest.hudi.timeline.instant import Action, Instant, State, check_instant_time
 from ingest.hudi.timeline.timeline import read_instant, refuse_pending_restore
 from ingest.write import commit
+from ingest.write.index_bootstrap import refuse_unmergeable_writes
 from ingest.write.lock import WriterLock
 
 log = logging.getLogger(__name__)
@@ -159,9 +160,13 @@ Target = HudiTable | str  # an open table, or the path or URL of one (the CLI an
 
 
 def _table(target: Target, storage_options: Mapping[str, Any] | None, service: str | None) -> HudiTable:
-    """The table a service writes to; a metadata table would go stale, so it goes first."""
+    """The table a service writes to; a metadata table would go stale, so it goes first. Compaction
+    reads the slices' log blocks: one it cannot merge (another writer's partial update) refuses the
+    table before anything changes, as it refuses a writer (`refuse_unmergeable_writes`)."""
     table = _checked(target, service) if isinstance(target, HudiTable) else open_table(
         target, storage_options, service=service)
+    if service == "compaction":
+        refuse_unmergeable_writes(table, table.timeline())
     metadata_table.remove(table)
     return table
 

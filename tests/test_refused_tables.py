@@ -204,6 +204,10 @@ def test_a_hudi_partial_update_is_refused_before_anything_is_written(hudi_table_
     with pytest.raises(UnsupportedTable, match=rf"block at offset 0 \(instant {HUDI_UPDATE}\) holds partial updates"):
         LocalWriter(options_at(table)).write(rows())
     assert files(table) == before
+    # Compaction would merge the block: refused before its plan is written (and the metadata table removed).
+    assert cli.main(["compact", str(table)]) == 1
+    assert "holds partial updates" in capsys.readouterr().err
+    assert files(table) == before
     # Cleaning and archival read no log block: they are not refused.
     for service in ("clean", "archive"):
         assert cli.main([service, str(table)]) == 0, capsys.readouterr().err
