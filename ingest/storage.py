@@ -164,20 +164,14 @@ class Storage:
         plans name local files `file:/...` and S3 ones `s3a://...`, whatever URL this table was opened
         by. So does this (a bucket must still match). `..` is resolved first, as Hadoop's `Path` does.
         """
-        full = self._normalized(location)
-        prefix = self._normalized_root().rstrip("/") + "/"
-        return full[len(prefix):] or None if full is not None and full.startswith(prefix) else None
-
-    def _normalized(self, location: str) -> str | None:
-        """`location` without its scheme and with `..` resolved; None on another file system."""
         scheme = _SCHEME.match(location)
         protocols = (self.fs.protocol,) if isinstance(self.fs.protocol, str) else tuple(self.fs.protocol)
         if scheme and scheme.group(1).lower() not in protocols:
             return None  # another file system (`hdfs://` beside a local table)
-        return posixpath.normpath(self.fs._strip_protocol(location))
-
-    def _normalized_root(self) -> str:
-        return posixpath.normpath(self.root) if self.root not in ("", "/") else self.root
+        full = posixpath.normpath(self.fs._strip_protocol(location))
+        root = posixpath.normpath(self.root) if self.root not in ("", "/") else self.root
+        prefix = root.rstrip("/") + "/"
+        return full[len(prefix):] or None if full.startswith(prefix) else None
 
     def resolve_locations(self, locations: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """(the table-relative paths of the locations inside the table, the locations outside it)."""
