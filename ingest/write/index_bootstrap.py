@@ -133,18 +133,19 @@ def refuse_unmergeable_writes(table: HudiTable, timeline: Timeline) -> None:
     (`log_reader.refuse_unmergeable`: no partial updates, no changelog deletes). The index's rebuild
     would read them, but only once the write's instant is requested; refused here, the table is left as
     it was. Once Hudi compacted those slices, their log files are not read, and the write goes ahead."""
-    foreign: dict[str, set[str]] = {}  # log file -> the foreign instants that wrote into it
+    instants: set[str] = set()  # the foreign instants, and the log files they wrote
+    logs: set[str] = set()
     for instant, meta in _unseen(table, timeline, Manifest.read(table), Action.DELTA_COMMIT, Action.LOG_COMPACTION):
-        for path in meta.written_paths():
-            if is_log_file(posixpath.basename(path)):
-                foreign.setdefault(path, set()).add(instant.timestamp)
-    if not foreign:
+        written = [p for p in meta.written_paths() if is_log_file(posixpath.basename(p))]
+        if written:
+            instants.add(instant.timestamp)
+            logs.update(written)
+    if not logs:
         return
-    slices = [s for s in table.view(timeline).latest_file_slices() if any(lf.path in foreign for lf in s.log_files)]
+    slices = [s for s in table.view(timeline).latest_file_slices() if any(lf.path in logs for lf in s.log_files)]
     if not slices:
         return
     ctx = ReadContext.of(table, table.schema(timeline) or {}, timeline.completed_write_timestamps())
-    instants = set().union(*foreign.values())
     for slice_ in slices:
         for block in merged_blocks(scan_logs(ctx, slice_)):
             if block.instant_time in instants and block.block_type in DATA_BLOCKS:
