@@ -39,7 +39,15 @@ process to open the table. Each check names the Java code whose rule it keeps:
   and each record Hudi 1.x declares (tests/hudi_avsc.py: commit metadata, compaction and clean plans,
   clean and rollback metadata and plans) resolves against Hudi's schema: same record full names, no field
   Hudi does not know (its value would be dropped), every shared field of the same type and default, every
-  field of Hudi's that is missing with a default.
+  field of Hudi's that is missing with a default;
+* partition values: Spark's Hudi reader prunes partitions by the values it parses from each partition
+  path (`SparkHoodieTableFileIndex.doParsePartitionColumnValues`, 0.15 and 1.x: a path of as many folders
+  as partition fields is read as `<field>=<value>` folders, a folder holding `=` taken as it is, then
+  `PartitioningUtils.parsePartitionColumn` splits at the first `=` and `castPartValueToDesiredType` decodes
+  `%XX` in strings, `__HIVE_DEFAULT_PARTITION__` reading null), and Hudi's sync tools register the values
+  `MultiPartKeysValueExtractor` cuts out (a folder holding `=` must split into exactly two parts): for every
+  live record of a SIMPLE or COMPLEX key generator's table, both give the record's own partition values,
+  or a query filtering on them misses the record.
 """
 
 from __future__ import annotations
@@ -361,6 +369,90 @@ def check_keys_in_base_files(table: str | Path, global_index: bool = False) -> i
     return found
 
 
+DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+_SPARK_DECODES = re.compile(r"%([0-9A-Fa-f]{2}|\+[0-9A-Fa-f])")  # Integer.parseInt(_, 16) takes a sign
+
+
+def spark_partition_values(partition_path: str, fields: list[str]) -> list[str | None] | None:
+    """The raw values Spark's Hudi reader parses from a partition path (`doParsePartitionColumnValues`,
+    string columns: `castPartValueToDesiredType` with `ExternalCatalogUtils.unescapePathName`); None
+    where it parses none (a path not aligned with several fields; it then prunes nothing)."""
+    fragments = partition_path.split("/")
+    if len(fragments) != len(fields):
+        if len(fields) != 1:
+            return None
+        prefix = fields[0] + "="
+        return [partition_path[len(prefix):] if partition_path.startswith(prefix) else partition_path]
+    values = []
+    for fragment, field in zip(fragments, fields, strict=True):
+        named = fragment if "=" in fragment else f"{field}={fragment}"
+        name, _, raw = named.partition("=")  # PartitioningUtils.parsePartitionColumn: the first '='
+        assert name and raw, f"Spark fails on partition folder {fragment!r}: empty column name or value"
+        values.append(None if raw == DEFAULT_PARTITION else _SPARK_DECODES.sub(lambda m: chr(int(m.group(1), 16)), raw))
+    return values
+
+
+def sync_partition_values(partition_path: str) -> list[str]:
+    """`MultiPartKeysValueExtractor.extractPartitionValuesInPath` (Java's `split` drops trailing empties)."""
+    values = []
+    for fragment in partition_path.split("/"):
+        if "=" in fragment:
+            parts = re.split("=", fragment)
+            while parts and parts[-1] == "":
+                parts.pop()
+            assert len(parts) == 2, f"Partition Field ({fragment}) not in expected format"
+            fragment = parts[1]
+        values.append(fragment)
+    return values
+
+
+def check_partition_values(table: str | Path) -> int:
+    """Every live record's partition values as Spark's Hudi reader and Hudi's sync tools read its path
+    (module docstring); string and integer partition fields of SIMPLE and COMPLEX key generators."""
+    from ingest.hudi.table.snapshot import read_snapshot
+    from ingest.hudi.table.table import HudiTable
+
+    hudi_table = HudiTable.open(str(table))
+    config = hudi_table.config
+    fields = list(config.partition_fields)
+    keygen = (config.props.get("hoodie.table.keygenerator.class", "")
+              + config.props.get("hoodie.table.keygenerator.type", "").title())
+    if not fields or "Timestamp" in keygen or "Custom" in keygen:
+        return 0
+    rows = read_snapshot(hudi_table).to_pylist()
+    checked = 0
+    for row in rows:
+        path = row["_hoodie_partition_path"]
+        expected = [_java_partition_string(row.get(f)) for f in fields]
+        if any(e is _UNCHECKED for e in expected):
+            continue
+        parsed = spark_partition_values(path, fields)
+        if parsed is not None:
+            assert parsed == expected, (
+                f"record {row['_hoodie_record_key']} in {path!r}: Spark's Hudi reader parses {parsed}, the record holds "
+                f"{expected}")
+        if not config.url_encode:  # the sync tools do not decode (hoodie.meta.sync.decode_partition is off)
+            got = [None if v == DEFAULT_PARTITION else v for v in sync_partition_values(path)]
+            assert got == expected, f"record {row['_hoodie_record_key']} in {path!r}: Hudi's sync registers {got}"
+        checked += 1
+    return checked
+
+
+_UNCHECKED = object()
+
+
+def _java_partition_string(value):
+    """The value a partition path is made of (Hudi's `KeyGenUtils`: null and empty are the default
+    partition, read as null); values of other types than string, integer and boolean are not checked."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (str, int)):
+        return str(value)
+    return _UNCHECKED
+
+
 def check(table: str | Path, bucket_index: bool, global_index: bool = False) -> dict[str, int]:
     """Run every invariant; returns what each one checked (so a caller can see it was not vacuous)."""
     table = Path(table)
@@ -370,6 +462,7 @@ def check(table: str | Path, bucket_index: bool, global_index: bool = False) -> 
         "rollbacks": check_rollbacks(table),
         "timeline": check_timeline(table),
         "timeline_avro": check_timeline_avro(table),
+        "partition_values": check_partition_values(table),
     }
     if not bucket_index:
         counts["keys_in_base_files"] = check_keys_in_base_files(table, global_index)

@@ -64,6 +64,7 @@ def test_a_hudi_written_table_continued_over_many_commits_reads_as_the_model(tmp
     assert w.hudi_rs() == w.expected() == w.ours()
     counts = hudi_invariants.check(path, bucket_index=False)
     assert counts["timeline"] > 0 and counts["schemas"] > 0 and counts["keys_in_base_files"] == len(w.expected())
+    assert counts["partition_values"] == len(w.expected())
 
 
 def test_a_version_6_overwrite_with_latest_table_merges_its_log_records_by_ordering_value(tmp_path):

@@ -52,9 +52,11 @@ def test_the_invariants_hold_on_tables_we_write_at_every_version(tmp_path, versi
 def test_tables_hudi_wrote_pass_the_timeline_checks(fixture_tables, name):
     """The checker accepts what Hudi itself writes (0.14/0.15 at 6, 1.0 at 8, 1.1.1 at 9): every timeline
     name parses by hudi-rs's rules, and at 8/9 every Avro timeline file resolves against Hudi 1.x's
-    schemas (Hudi 1.x's own commit metadata and compaction plans among them)."""
+    schemas (Hudi 1.x's own commit metadata and compaction plans among them). Every live record's partition
+    values are what Spark's Hudi reader and Hudi's sync tools read from its path."""
     path = fixture_tables[name]
     assert hudi_invariants.check_timeline(path) > 0
+    assert hudi_invariants.check_partition_values(path) > 0
     avro_files = hudi_invariants.check_timeline_avro(path)
     assert avro_files > 0 or not HudiTable.open(str(path)).version.avro_commit_metadata
 

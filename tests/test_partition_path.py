@@ -11,6 +11,7 @@ from decimal import Decimal
 import numpy as np
 import pyarrow as pa
 import pytest
+from hudi_invariants import spark_partition_values, sync_partition_values
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,6 +22,7 @@ from ingest.hudi.keygen.partition_path import (
     escape_path_name,
     escape_path_names,
     java_split,
+    misread_value_problems,
     partition_path_problem,
     partition_path_problems,
     partition_segments,
@@ -145,6 +147,42 @@ def test_composed_partition_paths_are_refused_or_safe(values, hive_style, urlenc
     for row, path in enumerate(paths.to_pylist()):
         assert (row in problems) == (partition_path_problem(path, 2) is not None)
         _assert_refused_or_inside(path, 2)
+
+
+def test_values_hudis_readers_would_misread_are_refused_unless_escaped():
+    values = pa.array(["a=b", "x%41y", "%+F", DEFAULT_PARTITION_PATH, "ok", None, "50%", "%zz", "%4", "a+b"])
+    problems = misread_value_problems(values, "p", urlencode=False)
+    assert sorted(problems) == [0, 1, 2, 3]
+    assert "'a=b' holds '='" in problems[0] and "doParsePartitionColumnValues" in problems[0]
+    assert "reading 'xAy'" in problems[1] and "unescapePathName" in problems[1]
+    assert "reading '\\x0f'" in problems[2]  # Java's Integer.parseInt("+F", 16) is 15
+    assert "read it as null" in problems[3]
+    # Hudi's escaping turns '=' and '%' into %3D and %25, which Spark decodes back.
+    assert sorted(misread_value_problems(values, "p", urlencode=True)) == [3]
+    assert misread_value_problems(values.slice(4), "p", urlencode=False) == {}
+
+
+_READER_PIECES = st.sampled_from(list("=%+-4Fz_a/") + ["%41", "%+1", "%2", DEFAULT_PARTITION_PATH])
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(st.lists(_READER_PIECES, max_size=5).map("".join), min_size=1, max_size=2),
+       hive_style=st.booleans(), urlencode=st.booleans())
+def test_every_accepted_value_reads_back_as_itself_in_hudis_readers(values, hive_style, urlencode):
+    """What `compute_keys` accepts, Spark's Hudi reader (`SparkHoodieTableFileIndex
+    .doParsePartitionColumnValues`) and Hudi's sync (`MultiPartKeysValueExtractor`) read back as the value."""
+    fields = [f"f{i}" for i in range(len(values))]
+    segments = [partition_segments(pa.array([v], pa.string()), f, hive_style=hive_style, urlencode=urlencode)[0].as_py()
+                for v, f in zip(values, fields, strict=True)]
+    path = "/".join(segments)
+    refused = partition_path_problem(path, len(fields)) or any(
+        misread_value_problems(pa.array([v], pa.string()), f, urlencode=urlencode) for v, f in zip(values, fields, strict=True))
+    if refused:
+        return
+    expected = [v or None for v in values]
+    assert spark_partition_values(path, fields) == expected
+    if not urlencode:
+        assert [None if v == DEFAULT_PARTITION_PATH else v for v in sync_partition_values(path)] == expected
 
 
 def test_vectorized_screen_agrees_with_the_scalar_check():

@@ -8,6 +8,7 @@ import os
 import time
 from pathlib import Path
 
+import hudi_invariants
 import pyarrow as pa
 import pytest
 
@@ -153,6 +154,12 @@ def test_hostile_partition_values_and_keys_never_leave_the_table(tmp_path, urlen
         assert ".." not in r["_hoodie_partition_path"].split("/")
     for t in bad_rows:
         assert all(t.column("_ingest_error").to_pylist())
+    assert hudi_invariants.check_partition_values(table) == len(accepted)
+    misread = {r["id"]: r["_ingest_error"] for t in bad_rows for r in t.to_pylist() if r["part"] == "a=b"}
+    if urlencode == "false":
+        assert "holds '='" in misread[f"key-{HOSTILE.index('a=b')}-a=b"]
+    else:
+        assert not misread
 
 
 # -- object stores ------------------------------------------------------------------------------

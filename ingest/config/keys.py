@@ -192,7 +192,8 @@ KEYS: tuple[Key, ...] = (
     Key("hudi.hoodie.datasource.write.hive_style_partitioning", Type.BOOLEAN, "Partition folders named "
         "`field=value`.", default=False),
     Key("hudi.hoodie.datasource.write.partitionpath.urlencode", Type.BOOLEAN, "Escape partition values in "
-        "folder names.", default=False),
+        "folder names (Hudi's `escapePathName`). Without it, a record whose value holds `/`, `\\`, `:`, a "
+        "control character, `=` or a `%XX` Spark would decode is refused as a bad record.", default=False),
     Key("hudi.hoodie.datasource.write.keygenerator.consistent.logical.timestamp.enabled", Type.BOOLEAN,
         "Render timestamp key and partition values as `yyyy-MM-dd HH:mm:ss.S` rather than epoch numbers "
         "(set it for tables keyed or partitioned by a timestamp).", default=False),

@@ -49,6 +49,7 @@ from ingest.hudi.keygen.partition_path import (
     escape_path_names,
     java_split,
     join_segments,
+    misread_value_problems,
     partition_path_problems,
     partition_segments,
 )
@@ -638,6 +639,8 @@ def compute_keys(batch: pa.RecordBatch, spec: KeyGeneratorSpec) -> KeyColumns:
         else:
             strings, problems = java_strings(values, field.name, **render)
             levels.append(partition_segments(strings, field.name, hive_style=spec.hive_style, urlencode=spec.urlencode))
+            for row, message in misread_value_problems(strings, field.name, urlencode=spec.urlencode).items():
+                errors.setdefault(row, message)
         for row, message in problems.items():
             errors.setdefault(row, f"partition path field {field.name!r}: {message}")
     paths = join_segments(levels, length)

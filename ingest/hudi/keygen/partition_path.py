@@ -16,6 +16,13 @@ exactly the table's partition depth and every folder name is 1-255 UTF-8 bytes, 
 reads `x:` as a URI scheme). With urlencode on, `/`, `\\`, `:` and control characters are escaped
 by Hudi itself, so only dot-leading and over-long names remain refusable. Nothing is rewritten: a
 refused record is reported, never written somewhere else.
+
+Without urlencode a value is also refused where Hudi's readers would take it for another: Spark's
+reader keeps a folder name holding `=` as `<name>=<value>` and reads what follows the `=`
+(`SparkHoodieTableFileIndex.doParsePartitionColumnValues`), Hudi's sync tools refuse such a path
+(`HiveStylePartitionValueExtractor`, `MultiPartKeysValueExtractor`), and Spark decodes `%XX` in a value
+(`ExternalCatalogUtils.unescapePathName`). A value spelled `__HIVE_DEFAULT_PARTITION__` reads as null
+with or without urlencode.
 """
 
 from __future__ import annotations
@@ -36,6 +43,8 @@ URLENCODE_KEY = "hoodie.datasource.write.partitionpath.urlencode"
 # PartitionPathEncodeUtils.charToEscape: ASCII control characters and these punctuation marks.
 _ESCAPED = frozenset([chr(c) for c in range(0x20)] + list("\"#%'*/:=?\\\x7f{[]^"))
 _UNSAFE_RE2 = r"(^|/)\.|[\x00-\x1f\x7f\\:]|^/|//|/$"
+# What Spark's `unescapePathName` decodes: `%` and two hex digits (`Integer.parseInt` also takes a sign).
+_DECODED_RE = r"%([0-9A-Fa-f]{2}|\+[0-9A-Fa-f])"
 
 
 def java_split(text: str, regex: str = ",") -> list[str]:
@@ -75,13 +84,18 @@ _ESCAPED_BYTES[[ord(c) for c in _ESCAPED]] = True
 def _escapable_present(values: pa.Array) -> set[str]:
     """The escapable characters occurring anywhere in a string array (a scan of its UTF-8 bytes;
     they are all ASCII, which never occurs inside a multi-byte character)."""
+    data = _utf8_bytes(values)
+    return {chr(b) for b in np.unique(data[_ESCAPED_BYTES[data]]).tolist()}
+
+
+def _utf8_bytes(values: pa.Array) -> np.ndarray:
+    """The UTF-8 bytes of a string array's values, one after the other, without a copy."""
     values = values.cast(pa.large_string())
     buffers = values.buffers()
     if buffers[2] is None or len(values) == 0:
-        return set()
+        return np.zeros(0, dtype=np.uint8)
     offsets = np.frombuffer(buffers[1], dtype=np.int64)[values.offset : values.offset + len(values) + 1]
-    data = np.frombuffer(buffers[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
-    return {chr(b) for b in np.unique(data[_ESCAPED_BYTES[data]]).tolist()}
+    return np.frombuffer(buffers[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
 
 
 def partition_segments(values: pa.Array, field: str, *, hive_style: bool, urlencode: bool) -> pa.Array:
@@ -144,6 +158,41 @@ def _segment_problem(segment: str) -> str | None:
     if size > MAX_SEGMENT_BYTES:
         return f"folder name {segment[:40]!r}... is {size} bytes; file systems allow {MAX_SEGMENT_BYTES}"
     return None
+
+
+def misread_value_problems(values: pa.Array, field: str, *, urlencode: bool) -> dict[int, str]:
+    """Row -> why Hudi's readers would read a partition field's value (its Java string, before escaping)
+    as another; a vectorized screen picks the rows to explain."""
+    suspect = pc.equal(values, pa.scalar(DEFAULT_PARTITION_PATH))
+    if not urlencode and _holds_any(values, b"=%"):
+        suspect = pc.or_(suspect, pc.match_substring_regex(values, f"=|{_DECODED_RE}"))
+    rows = np.flatnonzero(pc.fill_null(suspect, False).to_numpy(zero_copy_only=False)).tolist()
+    return {row: f"partition path field {field!r}: {_misread(values[row].as_py())}" for row in rows}
+
+
+def _holds_any(values: pa.Array, chars: bytes) -> bool:
+    """Whether any value holds one of these ASCII characters (a byte search, cheaper than a regex)."""
+    data = _utf8_bytes(values).tobytes()
+    return any(bytes([c]) in data for c in chars)
+
+
+def _misread(value: str) -> str:
+    if value == DEFAULT_PARTITION_PATH:
+        return (f"value {value!r} is the folder name of null values, and Spark's readers read it as null "
+                "(PartitioningUtils.castPartValueToDesiredType)")
+    if "=" in value:
+        return (f"value {value!r} holds '=': Spark's Hudi reader reads what follows it as the value "
+                "(SparkHoodieTableFileIndex.doParsePartitionColumnValues) and Hudi's sync tools refuse the "
+                f"path (MultiPartKeysValueExtractor); {URLENCODE_KEY}=true escapes it")
+    escape = re.search(_DECODED_RE, value).group(0)
+    return (f"value {value!r} holds {escape!r}, which Spark's readers decode "
+            f"(ExternalCatalogUtils.unescapePathName), reading {_unescaped(value)!r}; "
+            f"{URLENCODE_KEY}=true escapes '%'")
+
+
+def _unescaped(value: str) -> str:
+    """Spark's `ExternalCatalogUtils.unescapePathName`: each decodable `%XX`, left to right."""
+    return re.sub(_DECODED_RE, lambda m: chr(int(m.group(1), 16)), value)
 
 
 def validate_partition_path(path: str, expected_depth: int) -> str:
