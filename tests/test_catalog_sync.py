@@ -487,3 +487,33 @@ def test_demo_with_sync_prints_the_registered_tables_and_partitions(tmp_path):
     expected = ["8", "region=amer", "region=apac", "region=emea"]
     assert rows == {"orders_ro": expected, "orders_rt": expected}
     assert " sync=ok" in done.stderr and "synced default.{orders_ro,orders_rt}" in done.stderr
+
+
+@pytest.mark.parametrize(("extractor", "path", "values"), [
+    # SinglePartPartitionValueExtractor: `partitionPath.replace('/', '-')` (a TimestampBasedKeyGenerator's folders).
+    ("SinglePartPartitionValueExtractor", "2024/01/05", ["2024-01-05"]),
+    ("SinglePartPartitionValueExtractor", "a=b", ["a=b"]),
+    # HiveStylePartitionValueExtractor: `split("=")` must give two parts (Java drops trailing empty ones).
+    ("HiveStylePartitionValueExtractor", "city=x", ["x"]),
+    ("HiveStylePartitionValueExtractor", "city=x=", ["x"]),
+    ("HiveStylePartitionValueExtractor", "city=a=b", ValueError),
+    ("HiveStylePartitionValueExtractor", "x", ValueError),
+    # MultiPartKeysValueExtractor: each folder, `=`-split into two parts when it holds one.
+    ("MultiPartKeysValueExtractor", "a=1/b/c=3", ["1", "b", "3"]),
+    ("MultiPartKeysValueExtractor", "", []),
+    ("MultiPartKeysValueExtractor", "a=1=2/b", ValueError),
+    # SlashEncodedDayPartitionValueExtractor: three numbers (maybe `name=`-prefixed) as a yyyy-MM-dd date.
+    ("SlashEncodedDayPartitionValueExtractor", "year=2024/m=1/5", ["2024-01-05"]),
+    ("SlashEncodedDayPartitionValueExtractor", "2024/02/30", ValueError),
+    ("SlashEncodedDayPartitionValueExtractor", "2024/02", ValueError),
+    ("NonPartitionedExtractor", "", []),
+])
+def test_partition_value_extractors_cut_paths_as_hudis_do(extractor, path, values):
+    """`extractPartitionValuesInPath` of each of Hudi's extractors (org.apache.hudi.hive), failing where it throws."""
+    settings = SyncSettings.from_hudi({**HUDI, "hoodie.datasource.hive_sync.partition_extractor_class":
+                                       f"org.apache.hudi.hive.{extractor}"})
+    if values is ValueError:
+        with pytest.raises(ValueError):
+            settings.extractor.values(path)
+    else:
+        assert settings.extractor.values(path) == values

@@ -9,9 +9,13 @@ the field), the partition value extractor from their number and hive-style parti
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import date
 from enum import Enum
+
+from ingest.hudi.keygen.partition_path import java_split
 
 HIVE_SYNC_TOOL = "org.apache.hudi.hive.HiveSyncTool"
 GLUE_SYNC_TOOL = "org.apache.hudi.aws.sync.AwsGlueCatalogSyncTool"
@@ -33,21 +37,48 @@ class Extractor(str, Enum):
     SLASH_ENCODED_DAY = _EXTRACTORS + "SlashEncodedDayPartitionValueExtractor"
 
     def values(self, partition_path: str) -> list[str]:
+        """`extractPartitionValuesInPath` of the class, as Hudi's sync runs it (and fails where it fails)."""
         if self is Extractor.NON_PARTITIONED:
             return []
-        if self is Extractor.SINGLE_PART:
-            return [partition_path]
+        if self is Extractor.SINGLE_PART:  # one field whose path may have several folders: 2024/01/05
+            return [partition_path.replace("/", "-")]
         if self is Extractor.HIVE_STYLE:
-            name, sep, value = partition_path.partition("=")
-            if not sep:
-                raise ValueError(f"partition path {partition_path!r} is not hive style (field=value)")
-            return [value]
+            parts = java_split(partition_path, "=")
+            if len(parts) != 2:
+                raise ValueError(f"Partition path {partition_path} is not in the form partition_key=partition_value.")
+            return [parts[1]]
         if self is Extractor.SLASH_ENCODED_DAY:
-            parts = partition_path.split("/")
-            if len(parts) != 3:
-                raise ValueError(f"partition path {partition_path!r} is not yyyy/mm/dd")
-            return ["-".join(parts)]
-        return [p.split("=", 1)[1] if "=" in p else p for p in partition_path.split("/")]
+            return [_slash_encoded_day(partition_path)]
+        if partition_path == "":
+            return []
+        return [_multi_part_value(part) for part in java_split(partition_path, "/")]
+
+
+def _multi_part_value(folder: str) -> str:
+    """`MultiPartKeysValueExtractor`: a folder holding `=` must split into exactly two parts."""
+    if "=" not in folder:
+        return folder
+    parts = java_split(folder, "=")
+    if len(parts) != 2:
+        raise ValueError(f"Partition Field ({folder}) not in expected format")
+    return parts[1]
+
+
+def _slash_encoded_day(partition_path: str) -> str:
+    """`SlashEncodedDayPartitionValueExtractor`: `yyyy/mm/dd` (each maybe `name=`-prefixed) as `yyyy-MM-dd`."""
+    parts = java_split(partition_path, "/")
+    if len(parts) != 3:
+        raise ValueError(f"Partition path {partition_path} is not in the form yyyy/mm/dd ")
+    numbers = []
+    for part in parts:
+        text = java_split(part, "=")[1] if "=" in part else part
+        if not re.fullmatch(r"[+-]?[0-9]+", text):  # Integer.parseInt
+            raise ValueError(f'For input string: "{text}" (partition path {partition_path})')
+        numbers.append(int(text))
+    try:
+        return date(*numbers).isoformat()
+    except ValueError as e:  # ZonedDateTime.of
+        raise ValueError(f"partition path {partition_path}: {e}") from None
 
 
 TOOLS = {HIVE_SYNC_TOOL: Catalog.HIVE, GLUE_SYNC_TOOL: Catalog.GLUE}
