@@ -45,9 +45,9 @@ process to open the table. Each check names the Java code whose rule it keeps:
   as partition fields is read as `<field>=<value>` folders, a folder holding `=` taken as it is, then
   `PartitioningUtils.parsePartitionColumn` splits at the first `=` and `castPartValueToDesiredType` decodes
   `%XX` in strings, `__HIVE_DEFAULT_PARTITION__` reading null), and Hudi's sync tools register the values
-  `MultiPartKeysValueExtractor` cuts out (a folder holding `=` must split into exactly two parts): for every
-  live record of a SIMPLE or COMPLEX key generator's table, both give the record's own partition values,
-  or a query filtering on them misses the record.
+  the extractor they infer cuts out (`MultiPartKeysValueExtractor` and `HiveStylePartitionValueExtractor`
+  fail on a folder holding a second `=`): for every live record of a SIMPLE or COMPLEX key generator's
+  table, both give the record's own partition values, or a query filtering on them misses the record.
 """
 
 from __future__ import annotations
@@ -370,14 +370,16 @@ def check_keys_in_base_files(table: str | Path, global_index: bool = False) -> i
 
 
 DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
-_SPARK_DECODES = re.compile(r"%([0-9A-Fa-f]{2}|\+[0-9A-Fa-f])")  # Integer.parseInt(_, 16) takes a sign
 
 
 def spark_partition_values(partition_path: str, fields: list[str]) -> list[str | None] | None:
-    """The raw values Spark's Hudi reader parses from a partition path (`doParsePartitionColumnValues`,
-    string columns: `castPartValueToDesiredType` with `ExternalCatalogUtils.unescapePathName`); None
-    where it parses none (a path not aligned with several fields; it then prunes nothing)."""
-    fragments = partition_path.split("/")
+    """The values Spark's Hudi reader parses from a partition path for string columns
+    (`doParsePartitionColumnValues`, then `castPartValueToDesiredType`, which decodes with Spark's
+    `unescapePathName`, checked against Spark's own in test_partition_path); None where it parses none
+    (a path not aligned with several fields, which it then cannot prune)."""
+    from ingest.hudi.keygen.partition_path import java_split, unescape_path_name
+
+    fragments = java_split(partition_path, "/")
     if len(fragments) != len(fields):
         if len(fields) != 1:
             return None
@@ -388,27 +390,14 @@ def spark_partition_values(partition_path: str, fields: list[str]) -> list[str |
         named = fragment if "=" in fragment else f"{field}={fragment}"
         name, _, raw = named.partition("=")  # PartitioningUtils.parsePartitionColumn: the first '='
         assert name and raw, f"Spark fails on partition folder {fragment!r}: empty column name or value"
-        values.append(None if raw == DEFAULT_PARTITION else _SPARK_DECODES.sub(lambda m: chr(int(m.group(1), 16)), raw))
-    return values
-
-
-def sync_partition_values(partition_path: str) -> list[str]:
-    """`MultiPartKeysValueExtractor.extractPartitionValuesInPath` (Java's `split` drops trailing empties)."""
-    values = []
-    for fragment in partition_path.split("/"):
-        if "=" in fragment:
-            parts = re.split("=", fragment)
-            while parts and parts[-1] == "":
-                parts.pop()
-            assert len(parts) == 2, f"Partition Field ({fragment}) not in expected format"
-            fragment = parts[1]
-        values.append(fragment)
+        values.append(None if raw == DEFAULT_PARTITION else unescape_path_name(raw))
     return values
 
 
 def check_partition_values(table: str | Path) -> int:
     """Every live record's partition values as Spark's Hudi reader and Hudi's sync tools read its path
-    (module docstring); string and integer partition fields of SIMPLE and COMPLEX key generators."""
+    (module docstring); string, integer and boolean partition fields of SIMPLE and COMPLEX key generators."""
+    from ingest.catalog.settings import SyncSettings
     from ingest.hudi.table.snapshot import read_snapshot
     from ingest.hudi.table.table import HudiTable
 
@@ -419,11 +408,14 @@ def check_partition_values(table: str | Path) -> int:
               + config.props.get("hoodie.table.keygenerator.type", "").title())
     if not fields or "Timestamp" in keygen or "Custom" in keygen:
         return 0
-    rows = read_snapshot(hudi_table).to_pylist()
+    # The extractor Hudi's sync infers for the table (HoodieSyncConfig.META_SYNC_PARTITION_EXTRACTOR_CLASS).
+    extractor = SyncSettings.from_hudi({"hoodie.datasource.write.partitionpath.field": ",".join(fields),
+                                        "hoodie.datasource.write.hive_style_partitioning": str(config.hive_style)}
+                                       ).extractor
     checked = 0
-    for row in rows:
+    for row in read_snapshot(hudi_table).to_pylist():
         path = row["_hoodie_partition_path"]
-        expected = [_java_partition_string(row.get(f)) for f in fields]
+        expected = [_java_partition_string(_field(row, f)) for f in fields]
         if any(e is _UNCHECKED for e in expected):
             continue
         parsed = spark_partition_values(path, fields)
@@ -431,14 +423,22 @@ def check_partition_values(table: str | Path) -> int:
             assert parsed == expected, (
                 f"record {row['_hoodie_record_key']} in {path!r}: Spark's Hudi reader parses {parsed}, the record holds "
                 f"{expected}")
-        if not config.url_encode:  # the sync tools do not decode (hoodie.meta.sync.decode_partition is off)
-            got = [None if v == DEFAULT_PARTITION else v for v in sync_partition_values(path)]
-            assert got == expected, f"record {row['_hoodie_record_key']} in {path!r}: Hudi's sync registers {got}"
+        if not config.url_encode:  # values stay escaped in the catalog (HMSDDLExecutor, Glue): not compared
+            got = [None if v == DEFAULT_PARTITION else v for v in extractor.values(path)]
+            assert got == expected, f"record {row['_hoodie_record_key']} in {path!r}: {extractor.name} registers {got}"
         checked += 1
     return checked
 
 
 _UNCHECKED = object()
+
+
+def _field(row: dict, name: str):
+    """A (possibly nested, `a.b`) field's value; a null parent gives null, as Hudi's key generators read it."""
+    value = row
+    for part in name.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
 
 
 def _java_partition_string(value):

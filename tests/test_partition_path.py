@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ntpath
 import posixpath
+import re
 import zoneinfo
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
@@ -11,21 +12,24 @@ from decimal import Decimal
 import numpy as np
 import pyarrow as pa
 import pytest
-from hudi_invariants import spark_partition_values, sync_partition_values
+from hudi_invariants import spark_partition_values
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ingest.catalog.settings import SyncSettings
 from ingest.errors import BadRecordError, ConfigError
 from ingest.hudi.keygen.joda_time import JodaPattern, joda_zone
 from ingest.hudi.keygen.partition_path import (
     DEFAULT_PARTITION_PATH,
     escape_path_name,
     escape_path_names,
+    java_parse_hex,
     java_split,
     misread_value_problems,
     partition_path_problem,
     partition_path_problems,
     partition_segments,
+    unescape_path_name,
     validate_partition_path,
 )
 from ingest.hudi.keygen.timestamp_format import TimestampPartitionFormat
@@ -150,19 +154,25 @@ def test_composed_partition_paths_are_refused_or_safe(values, hive_style, urlenc
 
 
 def test_values_hudis_readers_would_misread_are_refused_unless_escaped():
-    values = pa.array(["a=b", "x%41y", "%+F", DEFAULT_PARTITION_PATH, "ok", None, "50%", "%zz", "%4", "a+b"])
-    problems = misread_value_problems(values, "p", urlencode=False)
-    assert sorted(problems) == [0, 1, 2, 3]
+    values = pa.array(["a=b", "x%41y", "%+F", DEFAULT_PARTITION_PATH, "ok", None, "50%", "%zz", "%4", "a+b",
+                       "a%-0b", "%\u0664\u0661", "%\uff21\uff21"])
+    problems = misread_value_problems(values, "p", hive_style=False, urlencode=False)
+    assert sorted(problems) == [0, 1, 2, 3, 10, 11, 12]
     assert "'a=b' holds '='" in problems[0] and "doParsePartitionColumnValues" in problems[0]
     assert "reading 'xAy'" in problems[1] and "unescapePathName" in problems[1]
     assert "reading '\\x0f'" in problems[2]  # Java's Integer.parseInt("+F", 16) is 15
     assert "read it as null" in problems[3]
+    assert "reading 'a\\x00b'" in problems[10] and "reading 'A'" in problems[11]  # "-0"; Arabic-Indic digits
+    # Hive style: Spark splits `p=a=b` at its first '=', but Hudi's sync extractors refuse the folder.
+    hive = misread_value_problems(values, "p", hive_style=True, urlencode=False)
+    assert sorted(hive) == sorted(problems) and "HiveStylePartitionValueExtractor" in hive[0]
     # Hudi's escaping turns '=' and '%' into %3D and %25, which Spark decodes back.
-    assert sorted(misread_value_problems(values, "p", urlencode=True)) == [3]
-    assert misread_value_problems(values.slice(4), "p", urlencode=False) == {}
+    assert sorted(misread_value_problems(values, "p", hive_style=False, urlencode=True)) == [3]
+    assert misread_value_problems(pa.chunked_array([values.slice(4, 6)]), "p", hive_style=False, urlencode=False) == {}
 
 
-_READER_PIECES = st.sampled_from(list("=%+-4Fz_a/") + ["%41", "%+1", "%2", DEFAULT_PARTITION_PATH])
+_READER_PIECES = st.sampled_from(list("=%+-04Fz_a/\u0661\uff21") + ["%41", "%+1", "%-0", "%2", "😀",
+                                                                   DEFAULT_PARTITION_PATH])
 
 
 @settings(max_examples=300, deadline=None)
@@ -170,19 +180,47 @@ _READER_PIECES = st.sampled_from(list("=%+-4Fz_a/") + ["%41", "%+1", "%2", DEFAU
        hive_style=st.booleans(), urlencode=st.booleans())
 def test_every_accepted_value_reads_back_as_itself_in_hudis_readers(values, hive_style, urlencode):
     """What `compute_keys` accepts, Spark's Hudi reader (`SparkHoodieTableFileIndex
-    .doParsePartitionColumnValues`) and Hudi's sync (`MultiPartKeysValueExtractor`) read back as the value."""
+    .doParsePartitionColumnValues`) and Hudi's sync (the extractor it infers) read back as the value."""
     fields = [f"f{i}" for i in range(len(values))]
     segments = [partition_segments(pa.array([v], pa.string()), f, hive_style=hive_style, urlencode=urlencode)[0].as_py()
                 for v, f in zip(values, fields, strict=True)]
     path = "/".join(segments)
     refused = partition_path_problem(path, len(fields)) or any(
-        misread_value_problems(pa.array([v], pa.string()), f, urlencode=urlencode) for v, f in zip(values, fields, strict=True))
+        misread_value_problems(pa.array([v], pa.string()), f, hive_style=hive_style, urlencode=urlencode)
+        for v, f in zip(values, fields, strict=True))
     if refused:
         return
     expected = [v or None for v in values]
     assert spark_partition_values(path, fields) == expected
     if not urlencode:
-        assert [None if v == DEFAULT_PARTITION_PATH else v for v in sync_partition_values(path)] == expected
+        extractor = SyncSettings.from_hudi({"hoodie.datasource.write.partitionpath.field": ",".join(fields),
+                                            "hoodie.datasource.write.hive_style_partitioning": str(hive_style)}).extractor
+        assert [None if v == DEFAULT_PARTITION_PATH else v for v in extractor.values(path)] == expected
+
+
+_UNESCAPE_CASES = ["a%-0b", "%\u0664\u0661", "%\uff14\uff11", "%\uff21\uff21", "%+F", "%-1", "%41", "%4", "50%",
+                   "%%41", "%2541", "%😀", "%4😀", "%\U0001d7ce0", "x%2", "%2Fa%3D", "%g1", "%-", "%+", "%1-"]
+
+
+def test_unescape_path_name_is_sparks(spark):
+    """`unescape_path_name` follows Spark 3's `ExternalCatalogUtils.unescapePathName`, built on Java's
+    `Integer.parseInt(_, 16)`; both checked against this JVM. Where the JVM's Spark decodes, so do we (Spark
+    4 decodes ASCII hex digits only), and without a sign or non-ASCII digit after a `%` we agree exactly."""
+    jvm = spark._jvm
+    rng = np.random.default_rng(7)
+    alphabet = list("%+-0189aAfFgG") + ["\u0661", "\uff21", "\uff46", "😀", "\U0001d7ce"]
+    cases = _UNESCAPE_CASES + ["".join(rng.choice(alphabet, size=int(n))) for n in rng.integers(1, 8, size=300)]
+    for two in {case[i:i + 2] for case in cases for i in range(len(case))} | {"+", "-", "-0", "+0", "--"}:
+        try:
+            expected = jvm.java.lang.Integer.parseInt(two, 16)
+        except Exception:  # noqa: BLE001 - py4j surfaces Java's NumberFormatException
+            expected = None
+        assert java_parse_hex(two) == expected, two
+    for case in cases:
+        ours, sparks = unescape_path_name(case), jvm.org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils.unescapePathName(case)
+        assert ours != case or sparks == case, case
+        if not re.search(r"%[^%0-9A-Fa-f]|%.[^0-9A-Fa-f]", case):
+            assert ours == sparks, case
 
 
 def test_vectorized_screen_agrees_with_the_scalar_check():

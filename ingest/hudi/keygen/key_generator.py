@@ -639,7 +639,8 @@ def compute_keys(batch: pa.RecordBatch, spec: KeyGeneratorSpec) -> KeyColumns:
         else:
             strings, problems = java_strings(values, field.name, **render)
             levels.append(partition_segments(strings, field.name, hive_style=spec.hive_style, urlencode=spec.urlencode))
-            for row, message in misread_value_problems(strings, field.name, urlencode=spec.urlencode).items():
+            for row, message in misread_value_problems(strings, field.name, hive_style=spec.hive_style,
+                                                               urlencode=spec.urlencode).items():
                 errors.setdefault(row, message)
         for row, message in problems.items():
             errors.setdefault(row, f"partition path field {field.name!r}: {message}")

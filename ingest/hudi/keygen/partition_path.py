@@ -28,6 +28,7 @@ with or without urlencode.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 
 import numpy as np
@@ -43,8 +44,6 @@ URLENCODE_KEY = "hoodie.datasource.write.partitionpath.urlencode"
 # PartitionPathEncodeUtils.charToEscape: ASCII control characters and these punctuation marks.
 _ESCAPED = frozenset([chr(c) for c in range(0x20)] + list("\"#%'*/:=?\\\x7f{[]^"))
 _UNSAFE_RE2 = r"(^|/)\.|[\x00-\x1f\x7f\\:]|^/|//|/$"
-# What Spark's `unescapePathName` decodes: `%` and two hex digits (`Integer.parseInt` also takes a sign).
-_DECODED_RE = r"%([0-9A-Fa-f]{2}|\+[0-9A-Fa-f])"
 
 
 def java_split(text: str, regex: str = ",") -> list[str]:
@@ -160,14 +159,21 @@ def _segment_problem(segment: str) -> str | None:
     return None
 
 
-def misread_value_problems(values: pa.Array, field: str, *, urlencode: bool) -> dict[int, str]:
+def misread_value_problems(values: pa.Array, field: str, *, hive_style: bool, urlencode: bool) -> dict[int, str]:
     """Row -> why Hudi's readers would read a partition field's value (its Java string, before escaping)
-    as another; a vectorized screen picks the rows to explain."""
+    as another; a byte search picks the rows to look at (such values are rare)."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
     suspect = pc.equal(values, pa.scalar(DEFAULT_PARTITION_PATH))
     if not urlencode and _holds_any(values, b"=%"):
-        suspect = pc.or_(suspect, pc.match_substring_regex(values, f"=|{_DECODED_RE}"))
+        suspect = pc.or_(suspect, pc.match_substring_regex(values, "[=%]"))
     rows = np.flatnonzero(pc.fill_null(suspect, False).to_numpy(zero_copy_only=False)).tolist()
-    return {row: f"partition path field {field!r}: {_misread(values[row].as_py())}" for row in rows}
+    out = {}
+    for row in rows:
+        problem = _misread(values[row].as_py(), hive_style, urlencode)
+        if problem:
+            out[row] = f"partition path field {field!r}: {problem}"
+    return out
 
 
 def _holds_any(values: pa.Array, chars: bytes) -> bool:
@@ -176,23 +182,72 @@ def _holds_any(values: pa.Array, chars: bytes) -> bool:
     return any(bytes([c]) in data for c in chars)
 
 
-def _misread(value: str) -> str:
+def _misread(value: str, hive_style: bool, urlencode: bool) -> str | None:
     if value == DEFAULT_PARTITION_PATH:
         return (f"value {value!r} is the folder name of null values, and Spark's readers read it as null "
                 "(PartitioningUtils.castPartValueToDesiredType)")
+    if urlencode:
+        return None
     if "=" in value:
-        return (f"value {value!r} holds '=': Spark's Hudi reader reads what follows it as the value "
-                "(SparkHoodieTableFileIndex.doParsePartitionColumnValues) and Hudi's sync tools refuse the "
-                f"path (MultiPartKeysValueExtractor); {URLENCODE_KEY}=true escapes it")
-    escape = re.search(_DECODED_RE, value).group(0)
-    return (f"value {value!r} holds {escape!r}, which Spark's readers decode "
-            f"(ExternalCatalogUtils.unescapePathName), reading {_unescaped(value)!r}; "
-            f"{URLENCODE_KEY}=true escapes '%'")
+        why = ("Hudi's sync tools refuse the folder (HiveStylePartitionValueExtractor, "
+               "MultiPartKeysValueExtractor)" if hive_style else
+               "Spark's Hudi reader reads what follows it as the value "
+               "(SparkHoodieTableFileIndex.doParsePartitionColumnValues)")
+        return f"value {value!r} holds '=': {why}; {URLENCODE_KEY}=true escapes it"
+    decoded = unescape_path_name(value)
+    if decoded != value:
+        return (f"value {value!r} holds '%' escapes Spark's readers decode "
+                f"(ExternalCatalogUtils.unescapePathName), reading {decoded!r}; {URLENCODE_KEY}=true escapes '%'")
+    return None
 
 
-def _unescaped(value: str) -> str:
-    """Spark's `ExternalCatalogUtils.unescapePathName`: each decodable `%XX`, left to right."""
-    return re.sub(_DECODED_RE, lambda m: chr(int(m.group(1), 16)), value)
+def unescape_path_name(text: str) -> str:
+    """Spark 3's `ExternalCatalogUtils.unescapePathName`, which Spark's readers apply to string partition
+    values: each `%` with two more UTF-16 units after it that `Integer.parseInt(_, 16)` takes as a
+    number of at least 0 becomes that character (a sign and non-ASCII digits included; Spark 4 decodes
+    ASCII hex digits only, a subset)."""
+    out = []
+    i = 0
+    while i < len(text):
+        code = java_parse_hex(text[i + 1:i + 3]) if text[i] == "%" and _utf16_units(text[i + 1:i + 3]) == 2 else None
+        if code is not None and code >= 0:
+            out.append(chr(code))
+            i += 3
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
+def _utf16_units(text: str) -> int:
+    return sum(2 if ord(c) > 0xFFFF else 1 for c in text)
+
+
+def java_parse_hex(text: str) -> int | None:
+    """`Integer.parseInt(text, 16)` for short strings, None where it throws."""
+    sign, digits = (text[0], text[1:]) if text[:1] in ("+", "-") else ("", text)
+    if not digits:
+        return None
+    value = 0
+    for c in digits:
+        digit = _java_digit16(c)
+        if digit < 0:
+            return None
+        value = value * 16 + digit
+    return -value if sign == "-" else value
+
+
+def _java_digit16(c: str) -> int:
+    """`Character.digit(c, 16)` of a UTF-16 unit: decimal digits of any script, and Latin letters a-f, ASCII
+    or fullwidth (a character beyond the BMP is two surrogate units, neither a digit)."""
+    if ord(c) > 0xFFFF:
+        return -1
+    if c.isdecimal():
+        return unicodedata.decimal(c)
+    for first in ("a", "A", "\uff41", "\uff21"):
+        if 0 <= ord(c) - ord(first) < 6:
+            return 10 + ord(c) - ord(first)
+    return -1
 
 
 def validate_partition_path(path: str, expected_depth: int) -> str:
