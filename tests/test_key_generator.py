@@ -14,15 +14,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ingest.errors import ConfigError
+from ingest.hudi import java_numbers
 from ingest.hudi.config.properties import loads
-from ingest.hudi.keygen import key_generator
+from ingest.hudi.java_numbers import java_big_decimal_to_string, java_double_to_string, java_float_to_string
 from ingest.hudi.keygen.key_generator import (
     KeyGeneratorSpec,
     KeyGeneratorType,
     compute_keys,
-    java_big_decimal_to_string,
-    java_double_to_string,
-    java_float_to_string,
     java_local_date_to_string,
     java_strings,
     java_timestamp_to_string,
@@ -80,7 +78,7 @@ def test_double_to_string_round_trips_shortest_and_matches_the_exact_algorithm(v
         bits = struct.unpack(">Q", struct.pack(">d", abs(value)))[0]
         exp_bits, fraction = bits >> 52, bits & ((1 << 52) - 1)
         significand, exponent = (fraction, -1074) if exp_bits == 0 else (fraction | 1 << 52, exp_bits - 1075)
-        digits, power = key_generator._shortest_decimal(significand, exponent, fraction == 0 and exp_bits > 1)
+        digits, power = java_numbers._shortest_decimal(significand, exponent, fraction == 0 and exp_bits > 1)
         assert float(f"{digits}e{power}") == abs(value)
         # The repr-based fast path and the exact search agree on the digits.
         mantissa = text.lstrip("-").split("E")[0].replace(".", "").lstrip("0").rstrip("0")

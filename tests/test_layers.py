@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1] / "ingest"
 
 LAYERS: list[set[str]] = [
     {"ingest.errors", "ingest.faults", "ingest.process_exit", "ingest.__version__", "ingest.__init__"},
-    {"ingest.storage", "ingest.liveness", "ingest.phases", "ingest.parquet_bytes"},
+    {"ingest.storage", "ingest.liveness", "ingest.phases", "ingest.parquet_bytes", "ingest.hudi.java_numbers"},
     {"ingest.hudi.avro", "ingest.hudi.keygen", "ingest.hudi.merge"},
     {"ingest.hudi.log", "ingest.hudi.parquet"},
     {"ingest.hudi.config"},

@@ -29,13 +29,9 @@ say which form its keys have (`complex_key_encoding`).
 
 from __future__ import annotations
 
-import math
-import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
-from decimal import Decimal
 from enum import Enum
-from fractions import Fraction
 from typing import NamedTuple
 
 import numpy as np
@@ -43,6 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ingest.errors import ConfigError
+from ingest.hudi.java_numbers import java_big_decimal_to_string, java_double_to_string, java_float_to_string
 from ingest.hudi.keygen.joda_time import joda_zone, zone_offsets
 from ingest.hudi.keygen.partition_path import (
     URLENCODE_KEY,
@@ -98,117 +95,7 @@ _CLASS_TYPES = {
 }
 
 
-# -- Java's toString of the values Hudi keys on ------------------------------------------------------
-
-
-def _shortest_decimal(significand: int, exponent: int, lower_closer: bool) -> tuple[int, int]:
-    """(digits, power of ten) of the decimal Java (JDK 19+ spec) prints for significand * 2**exponent.
-
-    Among decimals that round to the value, take those of minimal length (or of length 1 or 2 when
-    the minimum is 1) and pick the one closest to the value, even digit on a tie.
-    """
-    scale = Fraction(2) ** (exponent - 2)
-    value, high = Fraction(4 * significand) * scale, Fraction(4 * significand + 2) * scale
-    low = Fraction(4 * significand - (1 if lower_closer else 2)) * scale
-    inclusive = significand % 2 == 0
-
-    def candidates(t: int) -> tuple[int, int]:
-        unit = Fraction(10) ** t
-        lo, hi = low / unit, high / unit
-        d_min, d_max = math.ceil(lo), math.floor(hi)
-        if not inclusive:
-            d_min += d_min == lo
-            d_max -= d_max == hi
-        return d_min, d_max
-
-    def closest(t: int, d_min: int, d_max: int) -> int:
-        return min(max(round(value / Fraction(10) ** t), d_min), d_max)  # round() is half-even
-
-    # Start above the largest power of ten that fits and walk down to the first one with a candidate.
-    t = math.floor(math.log10(high.numerator) - math.log10(high.denominator)) + 2
-    d_min, d_max = candidates(t)
-    while d_min > d_max:
-        t -= 1
-        d_min, d_max = candidates(t)
-    digits = closest(t, d_min, d_max)
-    if digits < 10:
-        t -= 1
-        digits = closest(t, *candidates(t))
-    while digits % 10 == 0:
-        digits //= 10
-        t += 1
-    return digits, t
-
-
-def _java_float_text(negative: bool, digits: str, power: int) -> str:
-    """Java's layout: plain for 1e-3 <= |d| < 1e7, else `d.dddE<n>`; at least one fraction digit."""
-    exp = power + len(digits) - 1
-    if -3 <= exp < 7:
-        if exp >= 0:
-            text = digits[: exp + 1].ljust(exp + 1, "0") + "." + (digits[exp + 1 :] or "0")
-        else:
-            text = "0." + "0" * (-exp - 1) + digits
-    else:
-        text = digits[0] + "." + (digits[1:] or "0") + "E" + str(exp)
-    return "-" + text if negative else text
-
-
-def _java_special(value: float) -> str | None:
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "-Infinity" if value < 0 else "Infinity"
-    if value == 0:
-        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
-    return None
-
-
-def java_double_to_string(value: float) -> str:
-    """`Double.toString` (JDK 19+: shortest decimal that round-trips; JDK <= 18 may print a longer one)."""
-    special = _java_special(value)
-    if special:
-        return special
-    bits = struct.unpack(">Q", struct.pack(">d", value))[0]
-    sign, exp_bits, fraction = bits >> 63, (bits >> 52) & 0x7FF, bits & ((1 << 52) - 1)
-    shortest = Decimal(repr(abs(value))).normalize().as_tuple()
-    if len(shortest.digits) > 1:  # Python's repr is the same shortest-closest decimal
-        return _java_float_text(bool(sign), "".join(map(str, shortest.digits)), shortest.exponent)
-    if exp_bits == 0:
-        significand, exponent = fraction, -1074
-    else:
-        significand, exponent = fraction | (1 << 52), exp_bits - 1075
-    digits, power = _shortest_decimal(significand, exponent, fraction == 0 and exp_bits > 1)
-    return _java_float_text(bool(sign), str(digits), power)
-
-
-def java_float_to_string(value: float) -> str:
-    """`Float.toString` of a float32 value, same rules as `java_double_to_string` at float precision."""
-    special = _java_special(value)
-    if special:
-        return special
-    bits = struct.unpack(">I", struct.pack(">f", value))[0]
-    sign, exp_bits, fraction = bits >> 31, (bits >> 23) & 0xFF, bits & ((1 << 23) - 1)
-    if exp_bits == 0:
-        significand, exponent = fraction, -149
-    else:
-        significand, exponent = fraction | (1 << 23), exp_bits - 150
-    digits, power = _shortest_decimal(significand, exponent, fraction == 0 and exp_bits > 1)
-    return _java_float_text(bool(sign), str(digits), power)
-
-
-def java_big_decimal_to_string(unscaled: int, scale: int) -> str:
-    """`BigDecimal.toString`: plain unless the scale is negative or the adjusted exponent < -6."""
-    coefficient = str(abs(unscaled))
-    sign = "-" if unscaled < 0 else ""
-    if scale == 0:
-        return sign + coefficient
-    adjusted = -scale + len(coefficient) - 1
-    if scale > 0 and adjusted >= -6:
-        if len(coefficient) > scale:
-            return sign + coefficient[:-scale] + "." + coefficient[-scale:]
-        return sign + "0." + "0" * (scale - len(coefficient)) + coefficient
-    text = coefficient[0] + ("." + coefficient[1:] if len(coefficient) > 1 else "")
-    return sign + text + "E" + ("+" if adjusted > 0 else "") + str(adjusted)
+# -- Java's toString of the dates and timestamps Hudi keys on -------------------------------------
 
 
 def _civil_from_days(days: int) -> tuple[int, int, int]:
