@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from ingest.errors import SchemaEvolutionError
 from ingest.hudi.avro.avro_names import check_names, sanitize_name
+from ingest.hudi.avro.promotion import promotable
 
 AvroSchema = dict[str, Any]
 
@@ -275,7 +276,8 @@ def evolve(table: AvroSchema, incoming: AvroSchema) -> AvroSchema:
     """The schema to write with when `incoming` data arrives at a table whose schema is `table`.
 
     Accepted: the same fields; fields missing from the incoming data when the table allows null
-    (they are written as null); new fields (appended as nullable, so old blocks stay readable).
+    (they are written as null); fields of a type Hudi promotes to the table's (`promotion`: written in
+    the table's type); new fields (appended as nullable, so old blocks stay readable).
     Anything else fails before a byte is written, naming the column.
     """
     table_fields = {f["name"]: f for f in table["fields"] if f["name"] not in META_FIELDS}
@@ -301,6 +303,8 @@ def evolve(table: AvroSchema, incoming: AvroSchema) -> AvroSchema:
                 # Same type; nullability differs. Spark marks columns nullable loosely, so data declared
                 # nullable may go into a non-nullable column: an actual null there fails its record.
                 continue
+            if promotable(new_inner, old_inner):
+                continue  # written in the table's type (`promotion`), as Hudi's writer does
             problems.append(
                 f"column '{name}' changes type from {to_json(existing['type'])} to {to_json(field['type'])}"
             )

@@ -1,0 +1,152 @@
+"""A column arriving narrower than the table's is written in the table's type, as Hudi's writer does.
+
+Hudi's Spark writer keeps the table's type where `SchemaChangeUtils.shouldPromoteType` allows the
+incoming one to be promoted (`AvroSchemaEvolutionUtils.reconcileSchemaRequirements`), and rewrites each
+value with `HoodieAvroUtils.rewritePrimaryTypeWithDiffSchemaType`; the table's schema stays as it was.
+A wider incoming type, or one Hudi cannot rewrite, is refused before anything is written.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from ingest.errors import SchemaEvolutionError
+from ingest.hudi.avro import schema as avro
+from ingest.hudi.avro.promotion import promote
+from ingest.hudi.log.log_block import HeaderKey
+from ingest.hudi.log.log_reader import iter_log_blocks
+from ingest.hudi.parquet.base_file import AVRO_SCHEMA_KEY
+from ingest.hudi.table.snapshot import read_snapshot
+from ingest.hudi.table.table import HudiTable
+from ingest.storage import Storage
+from ingest.write.batch import LocalWriter
+from ingest.write.options import IndexOptions, IndexType, WriteOptions
+
+hudi = pytest.importorskip("hudi")
+
+HUDI = {
+    "hoodie.datasource.write.recordkey.field": "id",
+    "hoodie.datasource.write.partitionpath.field": "part",
+    "hoodie.datasource.write.precombine.field": "ts",
+}
+
+
+def options(path, index: str, version: int) -> WriteOptions:
+    return WriteOptions(table_path=str(path), table_name="t",
+                        hudi={**HUDI, "hoodie.write.table.version": str(version)},
+                        index=IndexOptions(type=IndexType(index), bucket_count=2))
+
+
+# The table's columns, and the narrower types a later batch brings for them.
+TABLE = pa.schema([("id", pa.string()), ("part", pa.string()), ("ts", pa.int64()), ("l", pa.int64()),
+                   ("f", pa.float32()), ("d", pa.float64()), ("d_from_int", pa.float64()), ("s_from_long", pa.string()),
+                   ("s_from_float", pa.string()), ("b", pa.binary())])
+NARROWER = pa.schema([("id", pa.string()), ("part", pa.string()), ("ts", pa.int32()), ("l", pa.int32()),
+                      ("f", pa.int64()), ("d", pa.float32()), ("d_from_int", pa.int32()), ("s_from_long", pa.int64()),
+                      ("s_from_float", pa.float32()), ("b", pa.string())])
+
+
+def test_promotions_follow_hudis_rewrite_of_each_value():
+    """`rewritePrimaryTypeWithDiffSchemaType`: float to double through `oldValue + ""` (0.1f is 0.1, not
+    0.10000000149011612), numbers to string by Java's `toString`, a long to the nearest float."""
+    assert promote(pa.array([0.1, None, 1e10], pa.float32()), pa.float64()).to_pylist() == [0.1, None, 1e10]
+    assert promote(pa.array([0.1, 1e10, -0.0], pa.float32()), pa.string()).to_pylist() == ["0.1", "1.0E10", "-0.0"]
+    assert promote(pa.array([1.0, 1e-5, 123456789.0], pa.float64()), pa.string()).to_pylist() == [
+        "1.0", "1.0E-5", "1.23456789E8"]
+    assert promote(pa.array([-5, None], pa.int32()), pa.string()).to_pylist() == ["-5", None]
+    assert promote(pa.array([2**53 + 1], pa.int64()), pa.float64()).to_pylist() == [2.0**53]  # nearest, even
+    assert promote(pa.array([2**24 + 1], pa.int64()), pa.float32()).to_pylist() == [2.0**24]
+    assert promote(pa.array(["é"]), pa.binary()).to_pylist() == ["é".encode()]
+
+
+def test_evolution_keeps_the_tables_type_for_promotable_columns_and_refuses_the_rest():
+    table = avro.arrow_to_avro(TABLE, "t")
+    assert avro.evolve(table, avro.arrow_to_avro(NARROWER, "t")) == table
+    refused = [
+        (pa.int64(), pa.int32()),  # wider than the table's: Hudi would change the table's type
+        (pa.bool_(), pa.string()),
+        (pa.binary(), pa.string()),  # bytes to string: not taken here
+        (pa.float64(), pa.int64()),
+        (pa.date32(), pa.string()),
+    ]
+    for incoming, table_type in refused:
+        schemas = [pa.schema([("id", pa.string()), ("x", t)]) for t in (table_type, incoming)]
+        with pytest.raises(SchemaEvolutionError, match="column 'x' changes type"):
+            avro.evolve(avro.arrow_to_avro(schemas[0], "t"), avro.arrow_to_avro(schemas[1], "t"))
+
+
+def rows(schema: pa.Schema, ids: list[str], ts: int, value: int) -> pa.Table:
+    data = {"id": ids, "part": ["p"] * len(ids), "ts": [ts] * len(ids), "l": [value] * len(ids),
+            "f": [value] * len(ids), "d": [0.1] * len(ids), "d_from_int": [value] * len(ids),
+            "s_from_long": [value] * len(ids), "s_from_float": [0.1] * len(ids), "b": ["é"] * len(ids)}
+    if pa.types.is_binary(schema.field("b").type):
+        data["b"] = [v.encode() for v in data["b"]]
+    if pa.types.is_string(schema.field("s_from_long").type):
+        data["s_from_long"] = [str(v) for v in data["s_from_long"]]
+        data["s_from_float"] = [str(v) for v in data["s_from_float"]]
+    return pa.table(data, schema=schema)
+
+
+@pytest.mark.parametrize("version", [6, 9])
+@pytest.mark.parametrize("index", ["bucket", "key"])
+def test_a_batch_of_narrower_types_is_written_in_the_tables_types(tmp_path, index, version):
+    """The table's schema stays; every log block's SCHEMA header and base file footer carries the table's
+    types (as `HoodieAppendHandle` puts its write schema there); we and hudi-rs read the promoted values."""
+    path = tmp_path / "t"
+    LocalWriter(options(path, index, version)).write(rows(TABLE, ["a", "b"], 1, 1))
+    table = HudiTable.open(str(path))
+    before = avro.without_meta_fields(table.schema())
+    # An update of a and an insert of c, both narrower.
+    LocalWriter(options(path, index, version)).write(rows(NARROWER, ["a", "c"], 2, 7))
+    table = HudiTable.open(str(path))
+    assert avro.without_meta_fields(table.schema()) == before
+
+    expected = {
+        "a": (2, 7, 7.0, 0.1, 7.0, "7", "0.1", "é".encode()),
+        "b": (1, 1, 1.0, 0.1, 1.0, "1", "0.1", "é".encode()),
+        "c": (2, 7, 7.0, 0.1, 7.0, "7", "0.1", "é".encode()),
+    }
+    columns = ["ts", "l", "f", "d", "d_from_int", "s_from_long", "s_from_float", "b"]
+
+    def keyed(records: list[dict]) -> dict:
+        return {r["id"]: tuple(r[c] for c in columns) for r in records}
+
+    assert keyed(read_snapshot(table).to_pylist()) == expected
+    hudi_rs = hudi.HudiTableBuilder.from_base_uri(str(path)).build()
+    assert keyed([r for b in hudi_rs.read() for r in b.to_pylist()]) == expected
+
+    written = [avro.without_meta_fields(avro.parse(s)) for s in _file_schemas(path)]
+    assert len(written) >= 2 and all(s == before for s in written), written
+
+
+def _file_schemas(path) -> list[str]:
+    """The Avro schema of every log block (SCHEMA header) and base file (footer) in the table."""
+    storage = Storage(str(path))
+    out = []
+    for file in path.rglob("*"):
+        rel = str(file.relative_to(path))
+        if ".hoodie" in file.relative_to(path).parts or not file.is_file():
+            continue
+        if ".log." in file.name:
+            out += [b.get(HeaderKey.SCHEMA) for b in iter_log_blocks(storage, rel) if b.get(HeaderKey.SCHEMA)]
+        elif file.suffix == ".parquet":
+            out.append(pq.read_metadata(file).metadata[AVRO_SCHEMA_KEY.encode()].decode())
+    return out
+
+
+def test_the_spark_sink_promotes_in_its_executors(spark, tmp_path):
+    """A DataFrame whose columns Spark typed narrower than the table's (an `IntegerType` for a long
+    column, a `FloatType` for a double one) is written by the executors in the table's types."""
+    from ingest.spark.sink import HudiSink
+
+    path = tmp_path / "t"
+    with HudiSink(options(path, "key", 6), spark=spark) as sink:
+        sink(spark.createDataFrame(rows(TABLE, ["a", "b"], 1, 1)), 0)
+        before = HudiTable.open(str(path)).schema()
+        sink(spark.createDataFrame(rows(NARROWER, ["a", "c"], 2, 7)), 1)
+    table = HudiTable.open(str(path))
+    got = {r["id"]: (r["l"], r["d"], r["s_from_float"]) for r in read_snapshot(table).to_pylist()}
+    assert got == {"a": (7, 0.1, "0.1"), "b": (1, 0.1, "0.1"), "c": (7, 0.1, "0.1")}
+    assert table.schema() == before
