@@ -148,6 +148,13 @@ class WriteOptions:
         return spec
 
     @property
+    def keyed_fields(self) -> frozenset[str]:
+        """The top-level columns record keys, partition paths and bucket hashes are made of."""
+        spec = self.keygen
+        names = [*spec.record_key_fields, *(f.name for f in spec.partition_fields), *self.hash_fields]
+        return frozenset(name.split(".")[0] for name in names)
+
+    @property
     def lazy_failed_writes(self) -> bool:
         """Other writers may be running: a pending write is rolled back only once its heartbeat expired."""
         return lazy_failed_writes(self.hudi)

@@ -4,46 +4,61 @@ Hudi's Spark writer reconciles the incoming schema with the table's
 (`AvroSchemaEvolutionUtils.reconcileSchemaRequirements`): where `SchemaChangeUtils.shouldPromoteType`
 allows the incoming type to be promoted to the table's, the table's type is written, and each value
 is rewritten by `HoodieAvroUtils.rewritePrimaryTypeWithDiffSchemaType`. The table's schema does not
-change. The pairs here are those both methods take, for plain (not logical) types:
+change. The pairs taken here, for plain (not logical) types:
 
 - int to long, float, double; long to float, double: Java's widening (`longValue()`, `floatValue()`,
   `doubleValue()`: a long rounds to the nearest float);
-- float to double through its text, `Double.valueOf(oldValue + "")`, so 0.1f becomes 0.1;
-- int, long, float, double to string: `oldValue.toString()`, Java's text of the number;
+- int, long, double to string: `oldValue.toString()`, Java's text of the number;
 - string to bytes: its UTF-8 bytes.
 
-Other differences (a wider incoming type, bytes to string, dates, decimals, nested types) are refused
-by `schema.evolve`, naming the column.
+Hudi takes a float for a double or string column too, through `Float.toString`, whose digits changed
+in Java 19 (Java 17 prints `3.3555712E7` where Java 21 prints `3.355571E7`): what Hudi writes depends on
+its JVM, so such a column is refused, as are wider types, bytes to string, dates, decimals and nested
+types (`schema.evolve`, naming the column).
+
+Record keys and partition paths are made from the values as they arrive, and Hudi makes them from the
+promoted ones: where the two texts differ (7 keyed as `7`, promoted to double keyed as `7.0`; bytes
+keyed as hex), a key, partition or bucket-hash field is not promoted (`KEY_SAFE`).
 """
 
 from __future__ import annotations
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from ingest.hudi.java_numbers import java_double_to_string, java_float_to_string
+from ingest.hudi.java_numbers import java_double_to_string
 
 # incoming Avro type -> the table's Avro types it is written as
 PROMOTIONS: dict[str, frozenset[str]] = {
     "int": frozenset({"long", "float", "double", "string"}),
     "long": frozenset({"float", "double", "string"}),
-    "float": frozenset({"double", "string"}),
     "double": frozenset({"string"}),
     "string": frozenset({"bytes"}),
 }
+# Promotions after which a value's text (its record key or partition path) is what it was.
+KEY_SAFE: frozenset[tuple[str, str]] = frozenset({("int", "long"), ("int", "string"), ("long", "string"),
+                                                  ("double", "string")})
 
 
-def promotable(incoming: object, table: object) -> bool:
-    """Whether a value of Avro type `incoming` is written into a column of Avro type `table`."""
-    return isinstance(incoming, str) and isinstance(table, str) and table in PROMOTIONS.get(incoming, ())
+def promotable(incoming: object, table: object, *, keyed: bool = False) -> bool:
+    """Whether a value of Avro type `incoming` is written into a column of Avro type `table` (`keyed`:
+    the column makes record keys, partition paths or bucket hashes)."""
+    if not (isinstance(incoming, str) and isinstance(table, str) and table in PROMOTIONS.get(incoming, ())):
+        return False
+    return not keyed or (incoming, table) in KEY_SAFE
 
 
 def promote(values: pa.Array | pa.ChunkedArray, target: pa.DataType) -> pa.Array | pa.ChunkedArray:
     """`values` in the Arrow type of the table's column, each rewritten as Hudi rewrites it."""
-    source = values.type
-    if pa.types.is_floating(source) and (pa.types.is_string(target) or pa.types.is_float64(target)):
-        render = java_float_to_string if pa.types.is_float32(source) else java_double_to_string
-        texts = pa.array([None if v is None else render(v) for v in values.to_pylist()], pa.string())
-        return texts if pa.types.is_string(target) else texts.cast(pa.float64())
+    if pa.types.is_floating(values.type) and pa.types.is_string(target):
+        # Double.toString of each distinct value (a Python loop: columns repeat their values).
+        encoded = pc.dictionary_encode(values.cast(pa.float64()))
+        chunks = encoded.chunks if isinstance(encoded, pa.ChunkedArray) else [encoded]
+        texts = []
+        for chunk in chunks:
+            words = pa.array([java_double_to_string(v) for v in chunk.dictionary.to_pylist()], pa.string())
+            texts.append(words.take(chunk.indices))
+        return pa.chunked_array(texts, pa.string()) if isinstance(values, pa.ChunkedArray) else texts[0]
     # Integers widen or become their decimal digits (Java's Integer/Long.toString); a long that no
     # float holds exactly rounds to the nearest, as Java's conversion does.
     return values.cast(target, safe=not pa.types.is_floating(target))

@@ -272,14 +272,16 @@ def is_nullable(avro_type: Any) -> bool:
     return isinstance(avro_type, list) and "null" in avro_type
 
 
-def evolve(table: AvroSchema, incoming: AvroSchema) -> AvroSchema:
-    """The schema to write with when `incoming` data arrives at a table whose schema is `table`.
+def evolve(table: AvroSchema, incoming: AvroSchema, keyed_fields: Iterable[str] = ()) -> AvroSchema:
+    """The schema to write with when `incoming` data arrives at a table whose schema is `table`
+    (`keyed_fields`: the columns record keys, partition paths and bucket hashes are made of).
 
     Accepted: the same fields; fields missing from the incoming data when the table allows null
     (they are written as null); fields of a type Hudi promotes to the table's (`promotion`: written in
     the table's type); new fields (appended as nullable, so old blocks stay readable).
     Anything else fails before a byte is written, naming the column.
     """
+    keyed_fields = frozenset(keyed_fields)
     table_fields = {f["name"]: f for f in table["fields"] if f["name"] not in META_FIELDS}
     # A column whose values are all null (Avro type "null") says nothing about its type: it matches
     # any nullable column of the table and never adds one.
@@ -303,7 +305,7 @@ def evolve(table: AvroSchema, incoming: AvroSchema) -> AvroSchema:
                 # Same type; nullability differs. Spark marks columns nullable loosely, so data declared
                 # nullable may go into a non-nullable column: an actual null there fails its record.
                 continue
-            if promotable(new_inner, old_inner):
+            if promotable(new_inner, old_inner, keyed=name in keyed_fields):
                 continue  # written in the table's type (`promotion`), as Hudi's writer does
             problems.append(
                 f"column '{name}' changes type from {to_json(existing['type'])} to {to_json(field['type'])}"
