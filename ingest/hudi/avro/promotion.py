@@ -13,8 +13,17 @@ change. The pairs taken here, for plain (not logical) types:
 
 Hudi takes a float for a double or string column too, through `Float.toString`, whose digits changed
 in Java 19 (Java 17 prints `3.3555712E7` where Java 21 prints `3.355571E7`): what Hudi writes depends on
-its JVM, so such a column is refused, as are wider types, bytes to string, dates, decimals and nested
-types (`schema.evolve`, naming the column).
+its JVM, so such a column is refused, as are bytes to string, dates, decimals and nested types
+(`schema.evolve`, naming the column).
+
+The other way round, an incoming type wider than the table's, Hudi changes the table's column to it
+(`HoodieSchemaUtils.deduceWriterSchema`, allowed by `AvroSchemaCompatibility`), and its readers cast
+the older files on read. ingest does so for an int column arriving as long only (`widens`): every
+reader reads the older int values as the same longs (Avro's resolution in log blocks; Hudi's Spark
+readers, hudi-rs, Hive and Trino widen parquet INT32 columns). For the other pairs the readers part:
+a float read as double is `0.1` in Hudi's readers (through its text) and `0.10000000149011612` in
+hudi-rs, an int base file read as string or double is refused by engines reading parquet directly.
+
 
 Record keys and partition paths are made from the values as they arrive, and Hudi makes them from the
 promoted ones: where the two texts differ (7 keyed as `7`, promoted to double keyed as `7.0`; bytes
@@ -46,6 +55,15 @@ def promotable(incoming: object, table: object, *, keyed: bool = False) -> bool:
     if not (isinstance(incoming, str) and isinstance(table, str) and table in PROMOTIONS.get(incoming, ())):
         return False
     return not keyed or (incoming, table) in KEY_SAFE
+
+
+# (the table's Avro type, the incoming one) where the table's column takes the incoming type
+WIDENINGS: frozenset[tuple[str, str]] = frozenset({("int", "long")})
+
+
+def widens(table: object, incoming: object) -> bool:
+    """Whether a column of Avro type `table` becomes `incoming` when such data arrives."""
+    return isinstance(table, str) and isinstance(incoming, str) and (table, incoming) in WIDENINGS
 
 
 def promote(values: pa.Array | pa.ChunkedArray, target: pa.DataType) -> pa.Array | pa.ChunkedArray:

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from ingest.errors import SchemaEvolutionError
 from ingest.hudi.avro.avro_names import check_names, sanitize_name
-from ingest.hudi.avro.promotion import promotable
+from ingest.hudi.avro.promotion import promotable, widens
 
 AvroSchema = dict[str, Any]
 
@@ -278,7 +278,8 @@ def evolve(table: AvroSchema, incoming: AvroSchema, keyed_fields: Iterable[str] 
 
     Accepted: the same fields; fields missing from the incoming data when the table allows null
     (they are written as null); fields of a type Hudi promotes to the table's (`promotion`: written in
-    the table's type); new fields (appended as nullable, so old blocks stay readable).
+    the table's type); an int column arriving as long (`promotion.widens`: the column becomes long);
+    new fields (appended as nullable, so old blocks stay readable).
     Anything else fails before a byte is written, naming the column.
     """
     keyed_fields = frozenset(keyed_fields)
@@ -294,6 +295,7 @@ def evolve(table: AvroSchema, incoming: AvroSchema, keyed_fields: Iterable[str] 
             raise SchemaEvolutionError(f"incompatible schema change: column '{f['name']}' is all null "
                                        "but not nullable in the table")
     problems = []
+    widened: dict[str, str] = {}
     for name, field in incoming_fields.items():
         existing = table_fields.get(name)
         if existing is None:
@@ -307,6 +309,9 @@ def evolve(table: AvroSchema, incoming: AvroSchema, keyed_fields: Iterable[str] 
                 continue
             if promotable(new_inner, old_inner, keyed=name in keyed_fields):
                 continue  # written in the table's type (`promotion`), as Hudi's writer does
+            if widens(old_inner, new_inner):
+                widened[name] = new_inner  # the table's column takes the incoming type, as in Hudi
+                continue
             problems.append(
                 f"column '{name}' changes type from {to_json(existing['type'])} to {to_json(field['type'])}"
             )
@@ -318,9 +323,17 @@ def evolve(table: AvroSchema, incoming: AvroSchema, keyed_fields: Iterable[str] 
     # Rows written before a new column existed hold no value for it, so the table's column is nullable
     # whatever the incoming data declares.
     added = [_as_nullable(f) for n, f in incoming_fields.items() if n not in table_fields]
-    if not added:
+    if not added and not widened:
         return table
-    return {**table, "fields": list(table["fields"]) + added}
+    fields = [_with_type(f, widened[f["name"]]) if f["name"] in widened else f for f in table["fields"]]
+    return {**table, "fields": fields + added}
+
+
+def _with_type(field: dict[str, Any], inner: str) -> dict[str, Any]:
+    """A field whose (non-null) type becomes `inner`, its nullability and default kept."""
+    kind = field["type"]
+    new = [inner if branch != "null" else branch for branch in kind] if isinstance(kind, list) else inner
+    return {**field, "type": new}
 
 
 def _as_nullable(field: dict[str, Any]) -> dict[str, Any]:
