@@ -265,3 +265,20 @@ def test_changes_replace_the_overlay_rows_their_lookup_found(seed, history, glob
         assert told.table.num_rows == len({(r[ks.KEY], None if global_scope else r[ks.PARTITION])
                                            for r in told.table.to_pylist()}), "one row per identity"
         state = told
+
+
+def test_a_state_this_process_wrote_in_a_narrower_ordering_type_is_read_again_in_the_wider(tmp_path, monkeypatch):
+    """The table's int ordering field became long (`promotion.widens`): the base segment this process
+    folded while it was int is read again and widened, not taken from the process's cache with its int
+    ordering column (which the next fold could not concatenate with long changes)."""
+    monkeypatch.setattr(ks, "MAX_DELTAS", 0)  # every write folds the shard into a base segment
+    narrow = ks.KeyStateStore(Storage(str(tmp_path)), pa.int32(), False)
+    state = narrow.load("shard", lambda _: True)
+    narrow.write(state, _changes([("a", "p0", 1, False)], "1", False).cast(ks.state_schema(pa.int32())),
+                 "00000000000000001")
+    wide = ks.KeyStateStore(Storage(str(tmp_path)), pa.int64(), False)
+    state = wide.load("shard", lambda _: True)
+    assert state.base.schema.field(ks.ORDERING).type == pa.int64()
+    wide.write(state, _changes([("b", "p0", 2**40, False)], "2", False), "00000000000000002")
+    assert _as_model(wide.load("shard", lambda _: True).table, False) == {("a", "p0"): (1, False),
+                                                                          ("b", "p0"): (2**40, False)}

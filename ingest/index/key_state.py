@@ -379,6 +379,8 @@ class KeyStateStore:
 
     def _from_cache(self, key: tuple, wanted: tuple[Segment, ...]) -> ShardState | None:
         written = _CACHE.written.pop(key, None)
+        if written is not None and written.base.schema != self.schema:
+            written = None  # held in another ordering type (the table's ordering field was widened since)
         if written is not None and wanted and wanted[-1].kind == "base" and wanted == written.segments[-1:]:
             return written
         # The state this process wrote last counts once its own segment is visible; it is then the

@@ -18,9 +18,10 @@ its JVM, so such a column is refused, as are bytes to string, dates, decimals an
 
 The other way round, an incoming type wider than the table's, Hudi changes the table's column to it
 (`HoodieSchemaUtils.deduceWriterSchema`, allowed by `AvroSchemaCompatibility`), and its readers cast
-the older files on read. ingest does so for an int column arriving as long only (`widens`): every
-reader reads the older int values as the same longs (Avro's resolution in log blocks; Hudi's Spark
-readers, hudi-rs, Hive and Trino widen parquet INT32 columns). For the other pairs the readers part:
+the older files on read. ingest does so for an int column arriving as long only (`widens`): the
+readers read the older int values as the same longs (Avro's resolution in log blocks; Hudi's Spark
+readers, Hive's parquet reader and hudi-rs widen parquet INT32 columns; Spark 3's own parquet reader,
+used without Hudi's, refuses them, as on tables Hudi widened). For the other pairs the readers part:
 a float read as double is `0.1` in Hudi's readers (through its text) and `0.10000000149011612` in
 hudi-rs, an int base file read as string or double is refused by engines reading parquet directly.
 
