@@ -198,6 +198,38 @@ def test_hive_metastore_holds_what_hive_sync_registers(metastore, tmp_path):  # 
         assert out["show_partitions"][name] == [f"city={c}" for c in CITIES]
 
 
+def test_an_int_column_widened_to_long_is_altered_in_the_metastore(metastore, tmp_path):  # noqa: F811
+    """An int column arriving as long makes the table's column long (`promotion.widens`); the sync
+    changes it to bigint in both tables and, with CASCADE, in their partitions, as HiveSyncTool's
+    `HMSDDLExecutor.updateTableDefinition` does for Hudi's own widening (Hive's
+    `ColumnType.areColTypesCompatible` takes int to bigint)."""
+    from hmsclient import hmsclient
+
+    path = tmp_path / "trips"
+    settings = sync_settings(**{"hoodie.datasource.hive_sync.metastore.uris": metastore.uri,
+                                "hoodie.datasource.hive_sync.database": "lake_widen"})
+    sync = CatalogSync(str(path), {}, settings)
+    writer = LocalWriter(WriteOptions(table_path=str(path), table_name="trips", hudi=HUDI,
+                                      index=IndexOptions(type=IndexType.BUCKET, bucket_count=2)))
+    results = []
+    for kind, rows in ((pa.int32(), [("k1", "a"), ("k2", "b")]), (pa.int64(), [("k1", "a"), ("k3", "c")])):
+        batch = _rows([(k, c, 1, False) for k, c in rows], tip=False).append_column(
+            "n", pa.array([2**40 if kind == pa.int64() else 7] * len(rows), kind))
+        writer.write(batch)
+        outcome = sync.after_commit()
+        assert outcome.ok
+        results.append(outcome.results[0])
+    assert results[1].schema_updated == ["trips_ro", "trips_rt"]
+    port = int(metastore.uri.rsplit(":", 1)[1])
+    with hmsclient.HMSClient(host="127.0.0.1", port=port) as client:
+        for name in INPUT_FORMATS:
+            table = client.get_table("lake_widen", name)
+            assert [(c.name, c.type) for c in table.sd.cols][-1] == ("n", "bigint")
+            partitions = client.get_partitions("lake_widen", name, -1)
+            assert sorted(p.values[0] for p in partitions) == ["a", "b", "c"]
+            assert all([(c.name, c.type) for c in p.sd.cols][-1] == ("n", "bigint") for p in partitions)
+
+
 SPARK_SCRIPT = textwrap.dedent("""
     import json, sys
     from pyspark.sql import SparkSession
