@@ -80,17 +80,10 @@ def java_double_to_string(value: float) -> str:
     special = _java_special(value)
     if special:
         return special
-    bits = struct.unpack(">Q", struct.pack(">d", value))[0]
-    sign, exp_bits, fraction = bits >> 63, (bits >> 52) & 0x7FF, bits & ((1 << 52) - 1)
     shortest = Decimal(repr(abs(value))).normalize().as_tuple()
     if len(shortest.digits) > 1:  # Python's repr is the same shortest-closest decimal
-        return _java_float_text(bool(sign), "".join(map(str, shortest.digits)), shortest.exponent)
-    if exp_bits == 0:
-        significand, exponent = fraction, -1074
-    else:
-        significand, exponent = fraction | (1 << 52), exp_bits - 1075
-    digits, power = _shortest_decimal(significand, exponent, fraction == 0 and exp_bits > 1)
-    return _java_float_text(bool(sign), str(digits), power)
+        return _java_float_text(value < 0, "".join(map(str, shortest.digits)), shortest.exponent)
+    return _java_binary_text(struct.unpack(">Q", struct.pack(">d", value))[0], 52, 11)
 
 
 def java_float_to_string(value: float) -> str:
@@ -98,13 +91,20 @@ def java_float_to_string(value: float) -> str:
     special = _java_special(value)
     if special:
         return special
-    bits = struct.unpack(">I", struct.pack(">f", value))[0]
-    sign, exp_bits, fraction = bits >> 31, (bits >> 23) & 0xFF, bits & ((1 << 23) - 1)
-    if exp_bits == 0:
-        significand, exponent = fraction, -149
+    return _java_binary_text(struct.unpack(">I", struct.pack(">f", value))[0], 23, 8)
+
+
+def _java_binary_text(bits: int, fraction_bits: int, exponent_bits: int) -> str:
+    """Java's text of a finite non-zero IEEE 754 value given as its bits (sign, exponent, fraction)."""
+    sign = bits >> (fraction_bits + exponent_bits)
+    exp_field = (bits >> fraction_bits) & ((1 << exponent_bits) - 1)
+    fraction = bits & ((1 << fraction_bits) - 1)
+    bias = (1 << (exponent_bits - 1)) - 1 + fraction_bits  # 1075 for doubles, 150 for floats
+    if exp_field == 0:
+        significand, exponent = fraction, 1 - bias
     else:
-        significand, exponent = fraction | (1 << 23), exp_bits - 150
-    digits, power = _shortest_decimal(significand, exponent, fraction == 0 and exp_bits > 1)
+        significand, exponent = fraction | (1 << fraction_bits), exp_field - bias
+    digits, power = _shortest_decimal(significand, exponent, fraction == 0 and exp_field > 1)
     return _java_float_text(bool(sign), str(digits), power)
 
 
