@@ -25,7 +25,6 @@ used without Hudi's, refuses them, as on tables Hudi widened). For the other pai
 a float read as double is `0.1` in Hudi's readers (through its text) and `0.10000000149011612` in
 hudi-rs, an int base file read as string or double is refused by engines reading parquet directly.
 
-
 Record keys and partition paths are made from the values as they arrive, and Hudi makes them from the
 promoted ones: where the two texts differ (7 keyed as `7`, promoted to double keyed as `7.0`; bytes
 keyed as hex), a key, partition or bucket-hash field is not promoted (`KEY_SAFE`).
