@@ -381,6 +381,18 @@ def test_insert_mode_defaults_to_where_hudis_writer_puts_inserts(tmp_path, index
     assert tuned.write.small_files.small_file_limit == 0 and tuned.write.file_group_max_bytes == 1000
 
 
+def test_nested_field_additions_are_off_unless_set(tmp_path):
+    """`write.nested_field_additions` reaches the writer (`avro.evolve`); a value that is not a boolean
+    names the file and key."""
+    assert load_config(write(tmp_path, base(tmp_path))).write.nested_field_additions is False
+    assert load_config(write(tmp_path, base(tmp_path)), ["write.nested_field_additions=true"]).write.nested_field_additions
+    config = base(tmp_path)
+    set_(("write", "nested_field_additions"), "sometimes")(config)
+    path = write(tmp_path, config)
+    with pytest.raises(ConfigError, match=f"{path}: write.nested_field_additions: expected true or false"):
+        load_config(path)
+
+
 def test_write_options_refuse_log_inserts_with_the_key_index():
     """The same rule for writers built without a configuration file (`HoodieIndex.canIndexLogFiles`)."""
     with pytest.raises(ConfigError, match="write.insert_mode"):

@@ -255,6 +255,7 @@ class Resolver:
                 log_file_max_bytes=self.get("hudi.hoodie.logfile.max.size"),
                 log_block_max_bytes=self.get("hudi.hoodie.logfile.data.block.max.size"),
                 delete_flag_column=self.get("write.delete_flag_column") or None,
+                nested_field_additions=bool(self.get("write.nested_field_additions")),
                 checkpoint_id=self.get("hudi.hoodie.datasource.write.streaming.checkpoint.identifier"),
                 storage_options=dict(table.storage_options),
                 parquet_compression="none" if codec == "uncompressed" else codec,

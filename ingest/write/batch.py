@@ -125,7 +125,8 @@ def write_batch(
 
     t1 = time.monotonic()
     txn = begin(table, incoming_avro_schema(arrow_schema, options.table_name), options.operation.value, batch,
-                options.heartbeat, options.lazy_failed_writes, keyed_fields=options.keyed_fields)
+                options.heartbeat, options.lazy_failed_writes, keyed_fields=options.keyed_fields,
+                nested_additions=options.nested_field_additions)
     if txn is None:
         return CommitResult(None, skipped_replay=True)
     try:

@@ -178,9 +178,11 @@ def begin(
     heartbeat_settings: HeartbeatSettings | None = None,
     lazy: bool = False,
     keyed_fields: Iterable[str] = (),
+    nested_additions: bool = False,
 ) -> Transaction | None:
     """Start a commit; None when `batch` was already committed (a replay after a restart).
-    `keyed_fields`: the columns keys, partition paths and bucket hashes are made of (`avro.evolve`)."""
+    `keyed_fields` (the fields keys, partition paths and bucket hashes are made of) and `nested_additions`
+    (fields added to nested records are accepted): how the schema evolves (`avro.evolve`)."""
     timeline = table.timeline()
     refuse_pending_restore(timeline, table.base_url)  # as checked before the lease, but under it
     metadata_table.remove(table)  # it would go stale: Hudi's readers would miss what we write
@@ -194,7 +196,8 @@ def begin(
     timeline, rolled = recover(table, timeline, settings, lazy)
     current = table.schema(timeline)
     incoming_schema = avro.without_null_fields(avro.without_meta_fields(incoming_schema))
-    schema = avro.evolve(current, incoming_schema, keyed_fields) if current is not None else incoming_schema
+    schema = avro.evolve(current, incoming_schema, keyed_fields, nested_additions=nested_additions) \
+        if current is not None else incoming_schema
     instant_time = timeline.new_instant_time()
     beat = InstantHeartbeat(table.storage, instant_time, settings).start()
     layout = table.layout

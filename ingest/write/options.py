@@ -126,6 +126,8 @@ class WriteOptions:
     # Column names Avro refuses are renamed with this mask (HoodieStreamer's sanitizing); None refuses them.
     invalid_name_mask: str | None = None
     heartbeat: HeartbeatSettings = HeartbeatSettings()  # of each instant in flight (`ingest.hudi.timeline.heartbeat`)
+    # Fields added to nested records are accepted (`avro.evolve`): hudi-rs cannot read the older log blocks.
+    nested_field_additions: bool = False
     # The version of the existing table these options write (`for_table`); None before it is known.
     existing_version: TableVersion | None = None
 
@@ -149,10 +151,9 @@ class WriteOptions:
 
     @property
     def keyed_fields(self) -> frozenset[str]:
-        """The top-level columns record keys, partition paths and bucket hashes are made of."""
+        """The fields (dotted when nested) record keys, partition paths and bucket hashes are made of."""
         spec = self.keygen
-        names = [*spec.record_key_fields, *(f.name for f in spec.partition_fields), *self.hash_fields]
-        return frozenset(name.split(".")[0] for name in names)
+        return frozenset([*spec.record_key_fields, *(f.name for f in spec.partition_fields), *self.hash_fields])
 
     @property
     def lazy_failed_writes(self) -> bool:

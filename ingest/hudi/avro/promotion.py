@@ -13,12 +13,13 @@ change. The pairs taken here, for plain (not logical) types:
 
 Hudi takes a float for a double or string column too, through `Float.toString`, whose digits changed
 in Java 19 (Java 17 prints `3.3555712E7` where Java 21 prints `3.355571E7`): what Hudi writes depends on
-its JVM, so such a column is refused, as are bytes to string, dates, decimals and nested types
-(`schema.evolve`, naming the column).
+its JVM, so such a column is refused, as are bytes to string, dates and decimals (`schema.evolve`,
+naming the column). The same pairs apply to the fields of structs, lists and maps, which
+`reconcileSchemaRequirements` walks by their full names (`meta.priority`).
 
 The other way round, an incoming type wider than the table's, Hudi changes the table's column to it
 (`HoodieSchemaUtils.deduceWriterSchema`, allowed by `AvroSchemaCompatibility`), and its readers cast
-the older files on read. ingest does so for an int column arriving as long only (`widens`): the
+the older files on read. ingest does so for a top-level int column arriving as long only (`widens`): the
 readers read the older int values as the same longs (Avro's resolution in log blocks; Hudi's Spark
 readers, Hive's parquet reader and hudi-rs widen parquet INT32 columns; Spark 3's own parquet reader,
 used without Hudi's, refuses them, as on tables Hudi widened). For the other pairs the readers part:
@@ -67,7 +68,32 @@ def widens(table: object, incoming: object) -> bool:
 
 
 def promote(values: pa.Array | pa.ChunkedArray, target: pa.DataType) -> pa.Array | pa.ChunkedArray:
-    """`values` in the Arrow type of the table's column, each rewritten as Hudi rewrites it."""
+    """`values` in the Arrow type of the table's column, each rewritten as Hudi rewrites it; inside
+    structs, lists and maps, the fields both have (by name) are promoted, the others kept as they are
+    (the writers fill the missing ones with null)."""
+    if values.type == target:
+        return values
+    if isinstance(values, pa.ChunkedArray) and _nested(target):
+        chunks = [promote(chunk, target) for chunk in values.chunks or [pa.array([], values.type)]]
+        return pa.chunked_array(chunks if values.num_chunks else [], chunks[0].type)
+    if pa.types.is_struct(values.type) and pa.types.is_struct(target):
+        children, fields = [], []
+        for i, child in enumerate(values.type):
+            index = target.get_field_index(child.name)
+            children.append(promote(values.field(i), target.field(index).type) if index >= 0 else values.field(i))
+            fields.append(child.with_type(children[-1].type))
+        return pa.StructArray.from_arrays(children, fields=fields, mask=_nulls(values))
+    if pa.types.is_list(values.type) and pa.types.is_list(target):
+        offsets, items = _rebased(values, values.values)
+        items = promote(items, target.value_type)
+        field = values.type.value_field.with_type(items.type)
+        return pa.ListArray.from_arrays(offsets, items, type=pa.list_(field), mask=_nulls(values))
+    if pa.types.is_map(values.type) and pa.types.is_map(target):
+        offsets, keys = _rebased(values, values.keys)
+        _, items = _rebased(values, values.items)
+        items = promote(items, target.item_type)
+        kind = pa.map_(values.type.key_field, values.type.item_field.with_type(items.type))
+        return pa.MapArray.from_arrays(offsets, keys, items, type=kind, mask=_nulls(values))
     if pa.types.is_floating(values.type) and pa.types.is_string(target):
         # Double.toString of each distinct value (a Python loop: columns repeat their values).
         encoded = pc.dictionary_encode(values.cast(pa.float64()))
@@ -80,3 +106,19 @@ def promote(values: pa.Array | pa.ChunkedArray, target: pa.DataType) -> pa.Array
     # Integers widen or become their decimal digits (Java's Integer/Long.toString); a long that no
     # float holds exactly rounds to the nearest, as Java's conversion does.
     return values.cast(target, safe=not pa.types.is_floating(target))
+
+
+def _nested(kind: pa.DataType) -> bool:
+    return pa.types.is_struct(kind) or pa.types.is_list(kind) or pa.types.is_map(kind)
+
+
+def _nulls(values: pa.Array) -> pa.Array | None:
+    return values.is_null() if values.null_count else None
+
+
+def _rebased(values: pa.ListArray | pa.MapArray, child: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """A (possibly sliced) list's offsets from 0 and the part of its child they cover: Arrow builds a
+    list with nulls only from offsets that start at 0."""
+    offsets = values.offsets
+    start, stop = offsets[0].as_py(), offsets[-1].as_py()
+    return pc.subtract(offsets, offsets[0]), child.slice(start, stop - start)

@@ -10,6 +10,7 @@ we reproduce those names exactly, and refuse names Avro's parser would (`avro_na
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable
 from typing import Any
@@ -272,68 +273,118 @@ def is_nullable(avro_type: Any) -> bool:
     return isinstance(avro_type, list) and "null" in avro_type
 
 
-def evolve(table: AvroSchema, incoming: AvroSchema, keyed_fields: Iterable[str] = ()) -> AvroSchema:
+def evolve(table: AvroSchema, incoming: AvroSchema, keyed_fields: Iterable[str] = (), *,
+           nested_additions: bool = False) -> AvroSchema:
     """The schema to write with when `incoming` data arrives at a table whose schema is `table`
-    (`keyed_fields`: the columns record keys, partition paths and bucket hashes are made of).
+    (`keyed_fields`: the fields, dotted when nested, that record keys, partition paths and bucket
+    hashes are made of).
 
-    Accepted: the same fields; fields missing from the incoming data when the table allows null
-    (they are written as null); fields of a type Hudi promotes to the table's (`promotion`: written in
-    the table's type); an int column arriving as long (`promotion.widens`: the column becomes long);
-    new fields (appended as nullable, so old blocks stay readable).
-    Anything else fails before a byte is written, naming the column.
+    Accepted: the same fields (by name, in any order, at any depth); fields missing from the incoming
+    data when the table allows null (they are written as null); fields of a type Hudi promotes to the
+    table's, at any depth (`promotion`: written in the table's type); new columns (appended as
+    nullable with a null default, so older files and blocks stay readable); an int column arriving
+    as long (`promotion.widens`: the column becomes long). Hudi's writer accepts all of these
+    (`HoodieSchemaUtils.deduceWriterSchema`, allowed by `AvroSchemaCompatibility`).
+
+    Hudi's writer also accepts a field added to a nested record, and its readers read the older files
+    as null there (`HoodieParquetFileFormatHelper.isDataTypeEqual` compares the fields both have);
+    hudi-rs (0.5) fails on the log blocks written before it, so this needs `nested_additions`. A type
+    widened below the top level (a nested int arriving as long, a list of ints as longs) Hudi's
+    writer accepts too, but its Spark reader then refuses the older files when it reads vectorized
+    ("Nested types with type changes(implicit or explicit) cannot be read in vectorized mode", the
+    default of Spark 4), so it is refused. Anything else fails before a byte is written, naming the
+    field.
     """
-    keyed_fields = frozenset(keyed_fields)
-    table_fields = {f["name"]: f for f in table["fields"] if f["name"] not in META_FIELDS}
-    # A column whose values are all null (Avro type "null") says nothing about its type: it matches
-    # any nullable column of the table and never adds one.
-    incoming_fields = {
-        f["name"]: f for f in incoming["fields"]
-        if f["name"] not in META_FIELDS and f["type"] not in ("null", ["null"])
-    }
-    for f in incoming["fields"]:
-        if f["type"] in ("null", ["null"]) and f["name"] in table_fields and not is_nullable(table_fields[f["name"]]["type"]):
-            raise SchemaEvolutionError(f"incompatible schema change: column '{f['name']}' is all null "
-                                       "but not nullable in the table")
-    problems = []
-    widened: dict[str, str] = {}
-    for name, field in incoming_fields.items():
-        existing = table_fields.get(name)
-        if existing is None:
-            continue
-        if _canonical(existing["type"]) != _canonical(field["type"]):
-            old_inner, _ = _strip_null(existing["type"]) if isinstance(existing["type"], list) else (existing["type"], False)
-            new_inner, _ = _strip_null(field["type"]) if isinstance(field["type"], list) else (field["type"], False)
-            if _canonical(old_inner) == _canonical(new_inner):
-                # Same type; nullability differs. Spark marks columns nullable loosely, so data declared
-                # nullable may go into a non-nullable column: an actual null there fails its record.
-                continue
-            if promotable(new_inner, old_inner, keyed=name in keyed_fields):
-                continue  # written in the table's type (`promotion`), as Hudi's writer does
-            if widens(old_inner, new_inner):
-                widened[name] = new_inner  # the table's column takes the incoming type, as in Hudi
-                continue
-            problems.append(
-                f"column '{name}' changes type from {to_json(existing['type'])} to {to_json(field['type'])}"
-            )
-    for name, field in table_fields.items():
-        if name not in incoming_fields and not is_nullable(field["type"]):
-            problems.append(f"column '{name}' is missing from the data and is not nullable in the table")
-    if problems:
-        raise SchemaEvolutionError("incompatible schema change: " + "; ".join(problems))
-    # Rows written before a new column existed hold no value for it, so the table's column is nullable
-    # whatever the incoming data declares.
-    added = [_as_nullable(f) for n, f in incoming_fields.items() if n not in table_fields]
-    if not added and not widened:
-        return table
-    fields = [_with_type(f, widened[f["name"]]) if f["name"] in widened else f for f in table["fields"]]
-    return {**table, "fields": fields + added}
+    evolution = _Evolution(frozenset(keyed_fields), nested_additions)
+    incoming_fields = [f for f in incoming["fields"] if f["name"] not in META_FIELDS]
+    fields = evolution.fields(table["fields"], incoming_fields, "")
+    if evolution.problems:
+        raise SchemaEvolutionError("incompatible schema change: " + "; ".join(evolution.problems))
+    return table if fields is None else {**table, "fields": fields}
 
 
-def _with_type(field: dict[str, Any], inner: str) -> dict[str, Any]:
-    """A field whose (non-null) type becomes `inner`, its nullability and default kept."""
-    kind = field["type"]
-    new = [inner if branch != "null" else branch for branch in kind] if isinstance(kind, list) else inner
-    return {**field, "type": new}
+NESTED_ADDITIONS_REFUSED = ("hudi-rs cannot read the log blocks written before it until a compaction rewrites them; "
+                            "Hudi's readers can: write.nested_field_additions accepts it")
+NESTED_WIDENING_REFUSED = ("Hudi's Spark reader refuses a type change below the top level when it reads vectorized: "
+                           "'Nested types with type changes(implicit or explicit) cannot be read in vectorized mode'")
+
+
+@dataclasses.dataclass
+class _Evolution:
+    """One comparison of the table's fields with the incoming ones; reasons to refuse collect in `problems`."""
+
+    keyed: frozenset[str]
+    nested_additions: bool
+    problems: list[str] = dataclasses.field(default_factory=list)
+
+    def fields(self, table: list[dict[str, Any]], incoming: list[dict[str, Any]], prefix: str) -> list[dict[str, Any]] | None:
+        """A record's fields once `incoming` arrives, or None when they stay the table's."""
+        kind = "field" if prefix else "column"
+        # A field whose values are all null (Avro type "null") says nothing about its type: it matches
+        # any nullable field of the table and never adds one.
+        by_name = {f["name"]: f for f in incoming}
+        fields, changed = [], False
+        for old in table:
+            name = prefix + old["name"]
+            arriving = by_name.get(old["name"])
+            if arriving is not None and arriving["type"] in ("null", ["null"]):
+                if not is_nullable(old["type"]):
+                    self.problems.append(f"{kind} '{name}' is all null but not nullable in the table")
+                arriving = None
+            elif arriving is None:
+                if old["name"] not in META_FIELDS and not is_nullable(old["type"]):
+                    self.problems.append(f"{kind} '{name}' is missing from the data and is not nullable in the table")
+            if arriving is None:
+                fields.append(old)
+                continue
+            evolved = self.type(old["type"], arriving["type"], name)
+            changed |= evolved is not None
+            fields.append(old if evolved is None else {**old, "type": evolved})
+        known = {f["name"] for f in table}
+        # Rows written before a new field existed hold no value for it, so the table's field is nullable
+        # whatever the incoming data declares.
+        added = [_as_nullable(f) for f in incoming if f["name"] not in known and f["type"] not in ("null", ["null"])]
+        if added and prefix and not self.nested_additions:
+            self.problems += [f"field '{prefix}{f['name']}' is new in a nested record ({NESTED_ADDITIONS_REFUSED})"
+                              for f in added]
+        return fields + added if changed or added else None
+
+    def type(self, table: Any, incoming: Any, name: str) -> Any | None:
+        """A field's type once data of type `incoming` arrives (its nullability kept), or None when it
+        stays `table`."""
+        if _canonical(table) == _canonical(incoming):
+            return None
+        old, _ = _strip_null(table)
+        new, _ = _strip_null(incoming)
+        if _canonical(old) == _canonical(new):
+            # Same type; nullability differs. Spark marks columns nullable loosely, so data declared
+            # nullable may go into a non-nullable field: an actual null there fails its record.
+            return None
+        inner = self.inner(old, new, name)
+        if inner is None:
+            return None
+        return [inner if branch != "null" else branch for branch in table] if isinstance(table, list) else inner
+
+    def inner(self, old: Any, new: Any, name: str) -> Any | None:
+        kinds = (old.get("type") if isinstance(old, dict) else old, new.get("type") if isinstance(new, dict) else new)
+        if kinds == ("record", "record"):
+            fields = self.fields(old["fields"], new["fields"], name + ".")
+            return None if fields is None else {**old, "fields": fields}
+        if kinds == ("array", "array"):
+            items = self.type(old["items"], new["items"], name + ".element")
+            return None if items is None else {**old, "items": items}
+        if kinds == ("map", "map"):
+            values = self.type(old["values"], new["values"], name + ".value")
+            return None if values is None else {**old, "values": values}
+        if promotable(new, old, keyed=name in self.keyed):
+            return None  # written in the table's type (`promotion`), as Hudi's writer does
+        if widens(old, new):
+            if "." in name:
+                self.problems.append(f"field '{name}' widens from {old} to {new} ({NESTED_WIDENING_REFUSED})")
+                return None
+            return new  # the table's field takes the incoming type, as in Hudi
+        self.problems.append(f"column '{name}' changes type from {to_json(old)} to {to_json(new)}")
+        return None
 
 
 def _as_nullable(field: dict[str, Any]) -> dict[str, Any]:
