@@ -61,13 +61,13 @@ OLD_META = pa.struct([("channel", pa.string()), ("priority", pa.int32()), ("scor
 
 def test_a_nested_field_added_is_appended_nullable_with_a_null_default():
     table = schema_of(("meta", OLD_META))
-    incoming = schema_of(("meta", pa.struct([("source", pa.string()), ("channel", pa.string()),
+    incoming = schema_of(("meta", pa.struct([pa.field("source", pa.string(), nullable=False), ("channel", pa.string()),
                                              ("priority", pa.int32()), ("score", pa.float64())])))
     evolved = avro.evolve(table, incoming, nested_additions=True)
     fields = nested(evolved, "meta")["fields"]
     assert [f["name"] for f in fields] == ["channel", "priority", "score", "source"]  # the table's order kept
-    assert fields[-1]["type"] == ["null", "string"] and fields[-1]["default"] is None
-    assert nested(evolved, "meta")["name"] == nested(table, "meta")["name"]
+    assert fields[-1]["type"] == ["null", "string"] and fields[-1]["default"] is None  # older rows hold none
+    assert [nested(evolved, "meta")[k] for k in ("name", "namespace")] == [nested(table, "meta")[k] for k in ("name", "namespace")]
 
 
 def test_a_nested_type_widened_is_refused_and_a_narrower_one_keeps_the_tables_type():
@@ -79,8 +79,9 @@ def test_a_nested_type_widened_is_refused_and_a_narrower_one_keeps_the_tables_ty
     narrower = schema_of(("meta", pa.struct([("channel", pa.string()), ("priority", pa.int32()), ("score", pa.int32())])),
                          ("ints", pa.list_(pa.int32())))
     assert avro.evolve(table, narrower, nested_additions=True) == table  # score: promoted on write, as Hudi does
+    table = {**table, "fields": table["fields"] + schema_of(("counts", pa.map_(pa.string(), pa.int32())))["fields"][1:]}
     for incoming in (schema_of(("meta", pa.struct([("priority", pa.int64())]))),
-                     schema_of(("ints", pa.list_(pa.int64())))):
+                     schema_of(("ints", pa.list_(pa.int64()))), schema_of(("counts", pa.map_(pa.string(), pa.int64())))):
         with pytest.raises(SchemaEvolutionError, match="widens from int to long .*cannot be read in vectorized mode"):
             avro.evolve(table, incoming, nested_additions=True)
 
@@ -109,6 +110,20 @@ def test_without_nested_additions_only_promotions_are_taken_and_the_rest_names_i
     assert [f["name"] for f in top["fields"]] == ["id", "n", "extra"] and nested(top, "n") == "long"
 
 
+def test_all_null_nested_fields_say_nothing_of_their_type():
+    """A nested field whose values are all null arrives with Avro type "null": it matches any nullable
+    field, is never added, and a record of nothing else is not added either (a later real type
+    would otherwise be refused as a change from null)."""
+    table = schema_of(("meta", pa.struct([("a", pa.int32())])))
+    nulls = pa.struct([("a", pa.int32()), ("x", pa.null()), ("q", pa.struct([("w", pa.null())]))])
+    assert avro.evolve(table, schema_of(("meta", nulls))) == table
+    some = pa.struct([("a", pa.int32()), ("q", pa.struct([("w", pa.null()), ("y", pa.string())]))])
+    added = nested(avro.evolve(table, schema_of(("meta", some)), nested_additions=True), "meta", "q")
+    assert [f["name"] for f in added["fields"]] == ["y"]
+    first = avro.without_null_fields(schema_of(("meta", nulls), ("n", pa.null())))
+    assert [f["name"] for f in first["fields"]] == ["id", "meta"] and [f["name"] for f in nested(first, "meta")["fields"]] == ["a"]
+
+
 def test_a_nested_field_missing_is_written_as_null_only_where_the_table_allows_null():
     table = schema_of(("meta", OLD_META))
     assert avro.evolve(table, schema_of(("meta", pa.struct([("channel", pa.string())])))) == table
@@ -118,12 +133,12 @@ def test_a_nested_field_missing_is_written_as_null_only_where_the_table_allows_n
         avro.evolve(required, schema_of(("meta", pa.struct([("priority", pa.int32())]))))
 
 
-def test_other_nested_additions_are_refused_naming_the_field():
+def test_other_nested_type_changes_are_refused_naming_the_field():
     table = schema_of(("meta", OLD_META), ("items", pa.list_(pa.struct([("n", pa.float32())]))))
-    with pytest.raises(SchemaEvolutionError, match="column 'meta.priority' changes type") as info:
+    with pytest.raises(SchemaEvolutionError, match="field 'meta.priority' changes type") as info:
         avro.evolve(table, schema_of(("meta", pa.struct([("priority", pa.string())])),
                                      ("items", pa.list_(pa.struct([("n", pa.float64())])))))
-    assert "column 'items.element.n' changes type" in str(info.value)
+    assert "field 'items.element.n' changes type" in str(info.value)
     with pytest.raises(SchemaEvolutionError, match="column 'meta' changes type"):
         avro.evolve(table, schema_of(("meta", pa.string())))
 
@@ -133,7 +148,7 @@ def test_a_nested_key_field_is_promoted_only_where_its_text_stays():
     table = schema_of(("meta", pa.struct([("k", pa.float64()), ("v", pa.float64())])))
     incoming = schema_of(("meta", pa.struct([("k", pa.int32()), ("v", pa.int32())])))
     assert avro.evolve(table, incoming, keyed_fields={"id"}) == table
-    with pytest.raises(SchemaEvolutionError, match="column 'meta.k' changes type"):
+    with pytest.raises(SchemaEvolutionError, match="field 'meta.k' changes type"):
         avro.evolve(table, incoming, keyed_fields={"meta.k"})
 
 
@@ -212,6 +227,29 @@ def test_narrower_nested_fields_are_written_in_the_tables_types(tmp_path, index,
     written = [avro.without_meta_fields(avro.parse(s)) for s in _file_schemas(path)]
     assert len(written) >= 2 and all(s == before for s in written), written
     assert hudi_invariants.check(path, bucket_index=index == "bucket")["schemas"] > 0
+
+
+@pytest.mark.parametrize("index", ["bucket", "key"])
+def test_list_records_missing_a_field_and_all_null_fields_are_written_in_every_file_group(tmp_path, index):
+    """A later batch's list records lack a field (written as null), some of its lists are null, and its
+    struct holds a field that is all null: every file group takes its share (each a slice of the
+    task's rows), and we and hudi-rs read them."""
+    path = tmp_path / "t"
+    LocalWriter(options(path, index)).write(later_rows(["a"], ["p"], 1))
+    old_element = pa.struct([("k", pa.string()), ("n", pa.int32())])
+    meta = pa.struct([("channel", pa.string()), ("priority", pa.int32()), ("x", pa.null())])
+    LocalWriter(options(path, index)).write(pa.table({
+        "id": ["b", "c", "d", "e"], "part": ["q", "r", "r", "s"], "ts": [2] * 4,
+        "meta": pa.array([{"channel": "app", "priority": i, "x": None} for i in range(4)], meta),
+        "items": pa.array([[{"k": "u", "n": 1}], None, [{"k": "v", "n": 2}], None], pa.list_(old_element)),
+    }))
+    expected = {"a": NEW} | {
+        key: {"meta": {"channel": "app", "priority": i, "score": None, "source": None}, "items": items}
+        for i, (key, items) in enumerate(zip("bcde", ([{"k": "u", "n": 1, "w": None}], None,
+                                                      [{"k": "v", "n": 2, "w": None}], None), strict=True))}
+    assert _ours(path) == _hudi_rs(path) == expected
+    assert [f["name"] for f in nested(HudiTable.open(str(path)).schema(), "meta")["fields"]] == [
+        "channel", "priority", "score", "source"]
 
 
 def test_a_nested_change_is_refused_before_anything_is_written(tmp_path):

@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 
 from ingest.errors import ClusteringConflict
 from ingest.hudi.avro import schema as avro
-from ingest.hudi.avro.promotion import promote
+from ingest.hudi.avro.promotion import promote, untyped
 from ingest.hudi.keygen.bucket_index import bucket_ids, java_string_hashes
 from ingest.hudi.merge import precombine as pcb
 from ingest.hudi.parquet.base_file import read_base_file
@@ -85,7 +85,7 @@ def conform(plan: WritePlan, records: pa.Table) -> pa.Table:
     """Data columns cast to the writer schema's Arrow types (all-null columns get the table's type; a
     narrower type the schema's evolution accepted is promoted as Hudi promotes it)."""
     target = avro.avro_to_arrow(plan.write.writer_schema)
-    unknown = [f.name for f in records.schema if pa.types.is_null(f.type) and target.get_field_index(f.name) < 0]
+    unknown = [f.name for f in records.schema if untyped(f.type) and target.get_field_index(f.name) < 0]
     records = records.drop_columns(unknown)  # all null and not in the table: nothing to keep
     for i, name in enumerate(records.column_names):
         index = target.get_field_index(name)

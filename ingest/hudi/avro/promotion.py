@@ -68,9 +68,10 @@ def widens(table: object, incoming: object) -> bool:
 
 
 def promote(values: pa.Array | pa.ChunkedArray, target: pa.DataType) -> pa.Array | pa.ChunkedArray:
-    """`values` in the Arrow type of the table's column, each rewritten as Hudi rewrites it; inside
-    structs, lists and maps, the fields both have (by name) are promoted, the others kept as they are
-    (the writers fill the missing ones with null)."""
+    """`values` in the Arrow type of the table's column, each rewritten as Hudi rewrites it. Structs,
+    lists and maps are rebuilt in the target's type: fields matched by name and promoted, those the
+    data lacks null. A field the target lacks is dropped if its type holds only nulls (`untyped`: the
+    table's schema leaves such fields out), and kept otherwise, for the writers to refuse."""
     if values.type == target:
         return values
     if isinstance(values, pa.ChunkedArray) and _nested(target):
@@ -78,21 +79,26 @@ def promote(values: pa.Array | pa.ChunkedArray, target: pa.DataType) -> pa.Array
         return pa.chunked_array(chunks if values.num_chunks else [], chunks[0].type)
     if pa.types.is_struct(values.type) and pa.types.is_struct(target):
         children, fields = [], []
+        for child in target:
+            index = values.type.get_field_index(child.name)
+            children.append(promote(values.field(index), child.type) if index >= 0 else pa.nulls(len(values), child.type))
+            fields.append(child)
         for i, child in enumerate(values.type):
-            index = target.get_field_index(child.name)
-            children.append(promote(values.field(i), target.field(index).type) if index >= 0 else values.field(i))
-            fields.append(child.with_type(children[-1].type))
+            if target.get_field_index(child.name) < 0 and not untyped(child.type):
+                children.append(values.field(i))
+                fields.append(child)
         return pa.StructArray.from_arrays(children, fields=fields, mask=_nulls(values))
     if pa.types.is_list(values.type) and pa.types.is_list(target):
         offsets, items = _rebased(values, values.values)
         items = promote(items, target.value_type)
-        field = values.type.value_field.with_type(items.type)
-        return pa.ListArray.from_arrays(offsets, items, type=pa.list_(field), mask=_nulls(values))
+        kind = target if items.type == target.value_type else pa.list_(values.type.value_field.with_type(items.type))
+        return pa.ListArray.from_arrays(offsets, items, type=kind, mask=_nulls(values))
     if pa.types.is_map(values.type) and pa.types.is_map(target):
         offsets, keys = _rebased(values, values.keys)
         _, items = _rebased(values, values.items)
         items = promote(items, target.item_type)
-        kind = pa.map_(values.type.key_field, values.type.item_field.with_type(items.type))
+        kind = target if items.type == target.item_type else pa.map_(values.type.key_field,
+                                                                       values.type.item_field.with_type(items.type))
         return pa.MapArray.from_arrays(offsets, keys, items, type=kind, mask=_nulls(values))
     if pa.types.is_floating(values.type) and pa.types.is_string(target):
         # Double.toString of each distinct value (a Python loop: columns repeat their values).
@@ -106,6 +112,12 @@ def promote(values: pa.Array | pa.ChunkedArray, target: pa.DataType) -> pa.Array
     # Integers widen or become their decimal digits (Java's Integer/Long.toString); a long that no
     # float holds exactly rounds to the nearest, as Java's conversion does.
     return values.cast(target, safe=not pa.types.is_floating(target))
+
+
+def untyped(kind: pa.DataType) -> bool:
+    """Whether values of this Arrow type say nothing of their type: null, or structs of such fields
+    only (Avro "null", which the table's schema leaves out: `schema.without_null_fields`)."""
+    return pa.types.is_null(kind) or (pa.types.is_struct(kind) and all(untyped(f.type) for f in kind))
 
 
 def _nested(kind: pa.DataType) -> bool:

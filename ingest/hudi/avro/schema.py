@@ -265,8 +265,32 @@ def _canonical(avro_type: Any) -> Any:
 
 
 def without_null_fields(schema: AvroSchema) -> AvroSchema:
-    """The schema minus columns of Avro type "null" (all-null data, whose real type is unknown yet)."""
-    return {**schema, "fields": [f for f in schema["fields"] if f["type"] not in ("null", ["null"])]}
+    """The schema minus the fields, at any depth, of Avro type "null" (all-null data, whose real type is
+    unknown yet), and minus records left without fields."""
+    return {**schema, "fields": _known_fields(schema["fields"])}
+
+
+def _known_fields(fields: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{**f, "type": known} for f in fields if (known := _known(f["type"])) is not None]
+
+
+def _known(avro_type: Any) -> Any | None:
+    """`avro_type` without its record fields of type "null", at any depth; None when nothing is left."""
+    if avro_type in ("null", ["null"]):
+        return None
+    if isinstance(avro_type, list):
+        branches = [b if b == "null" else _known(b) for b in avro_type]
+        return None if all(b in ("null", None) for b in branches) else [b for b in branches if b is not None]
+    if isinstance(avro_type, dict):
+        kind = avro_type["type"]
+        if kind == "record":
+            fields = _known_fields(avro_type["fields"])
+            return {**avro_type, "fields": fields} if fields else None
+        if kind in ("array", "map"):
+            part = "items" if kind == "array" else "values"
+            inner = _known(avro_type[part])
+            return {**avro_type, part: inner} if inner is not None else avro_type
+    return avro_type
 
 
 def is_nullable(avro_type: Any) -> bool:
@@ -322,7 +346,7 @@ class _Evolution:
         kind = "field" if prefix else "column"
         # A field whose values are all null (Avro type "null") says nothing about its type: it matches
         # any nullable field of the table and never adds one.
-        by_name = {f["name"]: f for f in incoming}
+        by_name = {f["name"]: {**f, "type": _known(f["type"]) or "null"} for f in incoming}
         fields, changed = [], False
         for old in table:
             name = prefix + old["name"]
@@ -343,7 +367,7 @@ class _Evolution:
         known = {f["name"] for f in table}
         # Rows written before a new field existed hold no value for it, so the table's field is nullable
         # whatever the incoming data declares.
-        added = [_as_nullable(f) for f in incoming if f["name"] not in known and f["type"] not in ("null", ["null"])]
+        added = [_as_nullable(f) for n, f in by_name.items() if n not in known and f["type"] != "null"]
         if added and prefix and not self.nested_additions:
             self.problems += [f"field '{prefix}{f['name']}' is new in a nested record ({NESTED_ADDITIONS_REFUSED})"
                               for f in added]
@@ -383,7 +407,8 @@ class _Evolution:
                 self.problems.append(f"field '{name}' widens from {old} to {new} ({NESTED_WIDENING_REFUSED})")
                 return None
             return new  # the table's field takes the incoming type, as in Hudi
-        self.problems.append(f"column '{name}' changes type from {to_json(old)} to {to_json(new)}")
+        kind = "field" if "." in name else "column"
+        self.problems.append(f"{kind} '{name}' changes type from {to_json(old)} to {to_json(new)}")
         return None
 
 

@@ -506,6 +506,8 @@ def _conform_array(array: pa.Array, target: pa.DataType) -> pa.Array:
                 children.append(pa.nulls(len(array), child.type))
         mask = array.is_null() if array.null_count else None
         return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
+    if (pa.types.is_map(target) or pa.types.is_list(target)) and array.offset and array.null_count:
+        array = pa.concat_arrays([array])  # Arrow builds a list with nulls from offsets that start at 0
     if pa.types.is_map(target) and pa.types.is_map(array.type):
         keys = _conform_array(array.keys, target.key_type)
         items = _conform_array(array.items, target.item_type)
