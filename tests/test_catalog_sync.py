@@ -230,6 +230,38 @@ def test_an_int_column_widened_to_long_is_altered_in_the_metastore(metastore, tm
             assert all([(c.name, c.type) for c in p.sd.cols][-1] == ("n", "bigint") for p in partitions)
 
 
+def test_a_nested_field_added_fails_the_sync_naming_the_metastore_setting(metastore, tmp_path):  # noqa: F811
+    """With `write.nested_field_additions`, a struct column gains a field. Hive 2.3's metastore refuses the
+    alter (`HiveAlterHandler.alterTable`: "The following columns have types incompatible with the existing
+    columns in their respective positions") while `hive.metastore.disallow.incompatible.col.type.changes`
+    is true, its default, as it refuses Hudi's own sync of the change. The commit stays, the sync fails
+    naming the column, both types and the setting, and the registered tables keep the old type."""
+    from hmsclient import hmsclient
+
+    path = tmp_path / "trips"
+    settings = sync_settings(**{"hoodie.datasource.hive_sync.metastore.uris": metastore.uri,
+                                "hoodie.datasource.hive_sync.database": "lake_nested"})
+    sync = CatalogSync(str(path), {}, settings)
+    writer = LocalWriter(WriteOptions(table_path=str(path), table_name="trips", hudi=HUDI, nested_field_additions=True,
+                                      index=IndexOptions(type=IndexType.BUCKET, bucket_count=2)))
+    outcomes = []
+    for fields, rows in (([("a", pa.int32())], [("k1", "a"), ("k2", "b")]),
+                         ([("a", pa.int32()), ("b", pa.string())], [("k1", "a"), ("k3", "c")])):
+        values = [{"a": 1, "b": "x"} if len(fields) == 2 else {"a": 1}] * len(rows)
+        batch = _rows([(k, c, 1, False) for k, c in rows], tip=False).append_column(
+            "m", pa.array(values, pa.struct(fields)))
+        writer.write(batch)
+        outcomes.append(sync.after_commit())
+    assert outcomes[0].ok and not outcomes[1].ok
+    assert ("the metastore refuses to change column types of trips_ro (m from struct<a:int> to "
+            "struct<a:int,b:string>): hive.metastore.disallow.incompatible.col.type.changes is true") in outcomes[1].error
+    assert len(HudiTable.open(str(path)).timeline().completed(Action.DELTA_COMMIT)) == 2
+    port = int(metastore.uri.rsplit(":", 1)[1])
+    with hmsclient.HMSClient(host="127.0.0.1", port=port) as client:
+        for name in INPUT_FORMATS:
+            assert [(c.name, c.type) for c in client.get_table("lake_nested", name).sd.cols][-1] == ("m", "struct<a:int>")
+
+
 SPARK_SCRIPT = textwrap.dedent("""
     import json, sys
     from pyspark.sql import SparkSession

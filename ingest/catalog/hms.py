@@ -20,6 +20,10 @@ from ingest.catalog.sync import CatalogTable
 from ingest.errors import IngestError
 
 EXTRA = "ingest[hive]"
+# Hive's `HiveAlterHandler.alterTable` refuses a column type change `ColumnType.areColTypesCompatible`
+# does not allow (a struct gaining a field, for one) while this metastore setting is true.
+INCOMPATIBLE = "types incompatible with the existing columns"
+INCOMPATIBLE_SETTING = "hive.metastore.disallow.incompatible.col.type.changes"
 
 
 def require_hmsclient():
@@ -98,10 +102,22 @@ class HiveMetastore:
 
     def update_table(self, database: str, table: TableDefinition, parameters: dict[str, str]) -> None:
         current = self.client.get_table(database, table.name)
+        before = {c.name: c.type for c in current.sd.cols}
         current.sd = self._sd(table, current.sd.location)
         current.parameters = dict(parameters)
         context = self.t.EnvironmentContext(properties={"CASCADE": "true"} if table.partition_keys else {})
-        self.client.alter_table_with_environment_context(database, table.name, current, context)
+        try:
+            self.client.alter_table_with_environment_context(database, table.name, current, context)
+        except self.t.InvalidOperationException as e:
+            if INCOMPATIBLE not in str(e.message):
+                raise
+            changed = [f"{c.name} from {before[c.name]} to {c.type}" for c in current.sd.cols
+                       if c.name in before and before[c.name] != c.type]
+            raise IngestError(
+                f"the metastore refuses to change column types of {table.name} ({'; '.join(changed)}): "
+                f"{INCOMPATIBLE_SETTING} is true there, Hive's default. Set it to false in the metastore's "
+                "configuration (Hudi's own sync needs the same for this change); the next commit's sync "
+                "retries") from e
 
     def set_parameters(self, database: str, name: str, parameters: dict[str, str]) -> None:
         current = self.client.get_table(database, name)

@@ -524,7 +524,8 @@ KEYS: tuple[Key, ...] = (
     Key("write.nested_field_additions", Type.BOOLEAN, "Accept a field added to a nested record (a struct, or "
         "the structs of a list or map), as Hudi's writer does; Hudi's readers read it as null in the older files. "
         "Off: such a batch fails naming the field, because hudi-rs cannot read the log blocks written before it "
-        "until a compaction rewrites them.", default=False),
+        "until a compaction rewrites them. Hive sync needs `hive.metastore.disallow.incompatible.col.type.changes"
+        "=false` in the metastore for it, as Hudi's own sync does.", default=False),
     Key("write.delete_flag_column", Type.STRING, "A boolean column that, when true, makes the record a delete "
         "(besides Hudi's `_hoodie_is_deleted`)."),
     Key("write.file_group_max_bytes", Type.SIZE, "Index other than BUCKET: the size inserts fill small files "
