@@ -102,7 +102,7 @@ class HiveMetastore:
 
     def update_table(self, database: str, table: TableDefinition, parameters: dict[str, str]) -> None:
         current = self.client.get_table(database, table.name)
-        before = {c.name: c.type for c in current.sd.cols}
+        before = [(c.name, c.type) for c in current.sd.cols]
         current.sd = self._sd(table, current.sd.location)
         current.parameters = dict(parameters)
         context = self.t.EnvironmentContext(properties={"CASCADE": "true"} if table.partition_keys else {})
@@ -111,13 +111,13 @@ class HiveMetastore:
         except self.t.InvalidOperationException as e:
             if INCOMPATIBLE not in str(e.message):
                 raise
-            changed = [f"{c.name} from {before[c.name]} to {c.type}" for c in current.sd.cols
-                       if c.name in before and before[c.name] != c.type]
+            # Hive compares the columns by position (`throwExceptionIfIncompatibleColTypeChange`).
+            changed = [f"{c.name} from {old} to {c.type}" for (_, old), c in zip(before, current.sd.cols, strict=False)
+                       if old != c.type] or [str(e.message).strip().replace("\n", " ")]
             raise IngestError(
                 f"the metastore refuses to change column types of {table.name} ({'; '.join(changed)}): "
                 f"{INCOMPATIBLE_SETTING} is true there, Hive's default. Set it to false in the metastore's "
-                "configuration (Hudi's own sync needs the same for this change); the next commit's sync "
-                "retries") from e
+                "configuration (Hudi's own sync needs the same for this change)") from e
 
     def set_parameters(self, database: str, name: str, parameters: dict[str, str]) -> None:
         current = self.client.get_table(database, name)
