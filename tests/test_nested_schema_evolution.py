@@ -324,3 +324,23 @@ def test_sparks_parquet_reader_reads_an_added_nested_field_as_null_in_older_base
     rows = spark.read.schema(from_arrow_schema(schema)).parquet(*files).select("id", "meta", "items").collect()
     got = {r["id"]: {"meta": r["meta"].asDict(), "items": [e.asDict() for e in r["items"]]} for r in rows}
     assert got == {"a": OLD_A, "b": OLD_B, "d": NEW}
+
+
+def test_javas_avro_reads_every_older_block_with_the_evolved_schema(spark, tmp_path):
+    """Hudi's log reader resolves each block's SCHEMA header (writer) against the table's schema (reader)
+    with Avro's `GenericDatumReader`, and its writer checks an evolution with `AvroSchemaCompatibility`, a
+    fork of Avro's `SchemaCompatibility.checkReaderWriterCompatibility`: this JVM's Avro must find the
+    table's schema after a nested addition and a promotion able to read every block written before."""
+    from test_type_promotion import _file_schemas
+
+    path = tmp_path / "t"
+    LocalWriter(options(path, nested_additions=True)).write(first_rows())
+    LocalWriter(options(path, nested_additions=True)).write(later_rows(["a", "c"], ["p", "p"], 2))
+    avro_jvm = spark._jvm.org.apache.avro
+    reader = avro_jvm.Schema.Parser().parse(avro.to_json(HudiTable.open(str(path)).schema()))
+    writers = set(_file_schemas(path))
+    assert len(writers) == 2, writers  # the first batch's blocks and the second's
+    for text in writers:
+        writer = avro_jvm.Schema.Parser().parse(text)
+        result = avro_jvm.SchemaCompatibility.checkReaderWriterCompatibility(reader, writer)
+        assert result.getType().toString() == "COMPATIBLE", result.getDescription()
