@@ -89,13 +89,13 @@ def promote(values: pa.Array | pa.ChunkedArray, target: pa.DataType) -> pa.Array
                 fields.append(child)
         return pa.StructArray.from_arrays(children, fields=fields, mask=_nulls(values))
     if pa.types.is_list(values.type) and pa.types.is_list(target):
-        offsets, items = _rebased(values, values.values)
+        offsets, items = rebased(values, values.values)
         items = promote(items, target.value_type)
         kind = target if items.type == target.value_type else pa.list_(values.type.value_field.with_type(items.type))
         return pa.ListArray.from_arrays(offsets, items, type=kind, mask=_nulls(values))
     if pa.types.is_map(values.type) and pa.types.is_map(target):
-        offsets, keys = _rebased(values, values.keys)
-        _, items = _rebased(values, values.items)
+        offsets, keys = rebased(values, values.keys)
+        _, items = rebased(values, values.items)
         items = promote(items, target.item_type)
         kind = target if items.type == target.item_type else pa.map_(values.type.key_field,
                                                                        values.type.item_field.with_type(items.type))
@@ -128,7 +128,7 @@ def _nulls(values: pa.Array) -> pa.Array | None:
     return values.is_null() if values.null_count else None
 
 
-def _rebased(values: pa.ListArray | pa.MapArray, child: pa.Array) -> tuple[pa.Array, pa.Array]:
+def rebased(values: pa.ListArray | pa.MapArray, child: pa.Array) -> tuple[pa.Array, pa.Array]:
     """A (possibly sliced) list's offsets from 0 and the part of its child they cover: Arrow builds a
     list with nulls only from offsets that start at 0."""
     offsets = values.offsets

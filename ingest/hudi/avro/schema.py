@@ -351,7 +351,7 @@ class _Evolution:
         for old in table:
             name = prefix + old["name"]
             arriving = by_name.get(old["name"])
-            if arriving is not None and arriving["type"] in ("null", ["null"]):
+            if arriving is not None and arriving["type"] == "null":
                 if not is_nullable(old["type"]):
                     self.problems.append(f"{kind} '{name}' is all null but not nullable in the table")
                 arriving = None

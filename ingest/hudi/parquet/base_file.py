@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ingest.errors import BadRecordError, IngestError, SchemaEvolutionError
+from ingest.hudi.avro.promotion import rebased
 from ingest.hudi.avro.schema import META_FIELDS, RECORD_KEY, AvroSchema, avro_to_arrow, parse, to_json
 from ingest.hudi.parquet import bloom_filter as bloom
 from ingest.hudi.parquet.encodings import dictionary_columns
@@ -506,15 +507,15 @@ def _conform_array(array: pa.Array, target: pa.DataType) -> pa.Array:
                 children.append(pa.nulls(len(array), child.type))
         mask = array.is_null() if array.null_count else None
         return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
-    if (pa.types.is_map(target) or pa.types.is_list(target)) and array.offset and array.null_count:
-        array = pa.concat_arrays([array])  # Arrow builds a list with nulls from offsets that start at 0
     if pa.types.is_map(target) and pa.types.is_map(array.type):
-        keys = _conform_array(array.keys, target.key_type)
-        items = _conform_array(array.items, target.item_type)
+        offsets, keys = rebased(array, array.keys)
+        _, items = rebased(array, array.items)
+        keys, items = _conform_array(keys, target.key_type), _conform_array(items, target.item_type)
         mask = array.is_null() if array.null_count else None
-        return pa.MapArray.from_arrays(array.offsets, keys, items, type=target, mask=mask)
+        return pa.MapArray.from_arrays(offsets, keys, items, type=target, mask=mask)
     if pa.types.is_list(target) and pa.types.is_list(array.type):
-        values = _conform_array(array.values, target.value_type)
+        offsets, values = rebased(array, array.values)
+        values = _conform_array(values, target.value_type)
         mask = array.is_null() if array.null_count else None
-        return pa.ListArray.from_arrays(array.offsets, values, type=target, mask=mask)
+        return pa.ListArray.from_arrays(offsets, values, type=target, mask=mask)
     return array.cast(target)
