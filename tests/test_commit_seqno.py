@@ -59,12 +59,17 @@ def test_log_records_count_from_one_across_the_tasks_file_groups(tmp_path):
 def test_base_file_records_count_from_zero_in_file_order(tmp_path):
     """`HoodieAvroParquetWriter.writeAvroWithMetadata`: `prepRecordWithMetadata(..., getWrittenRecordCount(),
     fileName)`, so a base file's records are numbered 0, 1, ... in the order the file holds them (as in
-    the Hudi-written fixture base files)."""
+    the Hudi-written fixture base files). That order is the batch's: `HoodieCreateHandle` writes its
+    iterator's order, and bulk insert sorts nothing by default (`hoodie.bulkinsert.sort.mode` NONE)."""
     options = dataclasses.replace(_options(tmp_path / "t"), insert_mode=InsertMode.BASE)
-    LocalWriter(options).write(_batch(30))
+    batch = _batch(30)
+    LocalWriter(options).write(batch)
+    place = {key: i for i, key in enumerate(batch.column("id").to_pylist())}
     files = [f for f in (tmp_path / "t").rglob("*.parquet") if ".hoodie" not in f.parts]
     assert len(files) > 1
     for f in files:
         rows = pq.read_table(f, columns=["_hoodie_commit_seqno", "_hoodie_record_key"]).to_pylist()
         assert [int(r["_hoodie_commit_seqno"].rsplit("_", 1)[1]) for r in rows] == list(range(len(rows)))
-        assert [r["_hoodie_record_key"] for r in rows] == sorted(r["_hoodie_record_key"] for r in rows)
+        places = [place[r["_hoodie_record_key"]] for r in rows]
+        assert places == sorted(places)  # the batch's order, which is not the keys' order
+        assert [r["_hoodie_record_key"] for r in rows] != sorted(r["_hoodie_record_key"] for r in rows)

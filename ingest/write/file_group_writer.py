@@ -284,12 +284,13 @@ def _data_contents(ctx: WriteContext, groups: Sequence[tuple[FileGroupTarget, pa
 def _write_base_file(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Table,
                      task: TaskIdentity, started: float, dictionary: dict[str, bool]) -> WriteStat:
     """Hudi's `HoodieCreateHandle`: a new file group's base file; `dictionary` is the choice of
-    dictionary columns (`encodings.dictionary_choice`), made here on the first file's rows if empty."""
+    dictionary columns (`encodings.dictionary_choice`), made here on the first file's rows if empty.
+
+    Rows stay in the order they came, numbered in it: Hudi's create handle writes its iterator's
+    order, and its bulk insert sorts nothing by default (`hoodie.bulkinsert.sort.mode` is `NONE`,
+    `NonSortPartitioner`); a sort by key would move every column once more for no reader's sake."""
     name = BaseFileName(target.file_id, task.write_token, ctx.instant).name
     path = target.path(name)
-    # Sorted before numbering: the parquet writer numbers records in the order it writes them.
-    if not is_sorted(upserts.column(KEY)):
-        upserts = upserts.sort_by(KEY)
     rows = _writer_columns(with_meta_columns(upserts, ctx.instant, task.partition_id, [name], [upserts.num_rows],
                                              log_records=False),
                            ctx.writer_schema)
@@ -311,12 +312,6 @@ def _write_base_file(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Tab
         file_size_in_bytes=len(data),
         runtime_stats=_runtime(started, create=True),
     )
-
-
-def is_sorted(values: pa.ChunkedArray | pa.Array) -> bool:
-    """Whether `values` (no nulls) are in ascending order: a linear check, against a sort."""
-    n = len(values)
-    return n < 2 or pc.all(pc.less_equal(values.slice(0, n - 1), values.slice(1))).as_py()
 
 
 def _merges(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Table) -> bool:

@@ -287,8 +287,7 @@ def _widen(plan: WritePlan, records: pa.Table, writes: list[tuple]) -> Iterator[
     New base files' groups, the whole of a bulk load, are taken in runs of about `RUN_BYTES`, each
     when the writer comes to it (`_in_runs`): the task then holds a run's copy of the data instead of
     a second copy of all of it (which a fresh Python worker also pays for in page faults). Their rows
-    come in record-key order, the order `_write_base_file` writes them in, so it need not move every
-    column again.
+    keep the order they came in, which `_write_base_file` keeps too.
     """
     data = records.drop_columns(_decisive(records, plan.ordering_field)).combine_chunks()
     own = [writes_base_file(plan.write, target, deletes) for target, _, deletes in writes]
@@ -298,10 +297,7 @@ def _widen(plan: WritePlan, records: pa.Table, writes: list[tuple]) -> Iterator[
         def rows_of(run: list[int]) -> pa.Array:
             for j in run:
                 i = groups[j]
-                narrow = writes[i][1]
-                if own[i] and narrow.num_rows > 1:
-                    narrow = narrow.take(pc.sort_indices(narrow.column(pcb.KEY)))
-                narrows[i] = narrow
+                narrows[i] = writes[i][1]
             chunks = [c.cast(pa.int64()) for j in run for c in narrows[groups[j]].column(WIDE_ROW).chunks]
             return pa.concat_arrays(chunks) if chunks else pa.array([], pa.int64())
 
