@@ -24,6 +24,13 @@ FIXTURES_MISSING = (
 logging.getLogger("kafka.net.transport").setLevel(logging.CRITICAL)
 
 
+def pytest_configure(config):
+    """Spark's classes from one archive for every driver JVM the session starts (`jvm_class_archive`)."""
+    import jvm_class_archive
+
+    jvm_class_archive.enable()
+
+
 def fixtures_dir() -> Path:
     if not FIXTURES.is_dir():
         pytest.skip(FIXTURES_MISSING)

@@ -1,0 +1,72 @@
+"""A class-data-sharing archive of the Spark driver's classes, for the suite's many Spark starts.
+
+Most of the suite's slowest tests run the product as its users do: `ingest stream`, `ingest compact`,
+spark-submit jobs, each a new driver JVM that loads Spark's classes from some 300 jars. On the 2-core
+CI machine that start took about 11 s, 40% of it class loading. A dynamic CDS archive (JDK 13+:
+`-XX:ArchiveClassesAtExit` once, then `-XX:SharedArchiveFile`) maps those classes from one file
+instead; spark-submit adds `SPARK_SUBMIT_OPTS` to every driver's java command, the in-process session's
+and every subprocess's alike.
+
+Test machinery only: it changes how fast a JVM starts, not what it runs. The archive is made once per
+Java, PySpark and Python install, in the temp folder, by a small job through ingest's own session
+builder; a JVM that cannot use it (another class path) runs without it, as `-Xshare:auto` (the default)
+says, and where no archive can be made nothing is set.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+# The job whose classes are archived: a session as ingest builds it, an Arrow exchange with Python
+# workers and a shuffle, as nearly every Spark test runs.
+_WARM_UP = """
+from ingest.spark.session import get_or_create
+spark = get_or_create(master="local[2]", app_name="class-archive", conf={"spark.sql.shuffle.partitions": "2"})
+df = spark.range(1000).selectExpr("id", "cast(id as string) as key")
+df.repartition(2, "key").mapInArrow(lambda batches: batches, df.schema).collect()
+spark.stop()
+"""
+_QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # a class path the archive does not match is no news
+_MADE_IN_SECONDS = 300
+
+
+def _java() -> Path | None:
+    home = os.environ.get("JAVA_HOME")
+    found = Path(home) / "bin" / "java" if home else (Path(p) if (p := shutil.which("java")) else None)
+    return found.resolve() if found and found.exists() else None
+
+
+def _archive_path(java: Path) -> Path:
+    import pyspark
+
+    jars = Path(pyspark.__file__).parent / "jars"
+    identity = [str(java), str(java.stat().st_mtime_ns), pyspark.__version__, sys.executable,
+                *sorted(p.name for p in jars.glob("*.jar"))]
+    digest = hashlib.sha256("\n".join(identity).encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"ingest-tests-spark-classes-{digest}.jsa"
+
+
+def enable() -> Path | None:
+    """Make (if needed) and use the archive; the archive's path, or None where none could be made.
+    A user's own `SPARK_SUBMIT_OPTS` is left alone."""
+    if "SPARK_SUBMIT_OPTS" in os.environ or (java := _java()) is None:
+        return None
+    archive = _archive_path(java)
+    if not archive.exists():
+        partial = archive.with_name(f"{archive.name}.{os.getpid()}.partial")
+        env = {**os.environ, "SPARK_SUBMIT_OPTS": f"-XX:ArchiveClassesAtExit={partial} {_QUIET}"}
+        try:
+            subprocess.run([sys.executable, "-c", _WARM_UP], env=env, capture_output=True,
+                           timeout=_MADE_IN_SECONDS, check=True)
+            os.replace(partial, archive)
+        except (OSError, subprocess.SubprocessError):
+            partial.unlink(missing_ok=True)
+            return None
+    os.environ["SPARK_SUBMIT_OPTS"] = f"-XX:SharedArchiveFile={archive} {_QUIET}"
+    return archive
