@@ -24,7 +24,7 @@ import binascii
 import math
 import struct
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -145,22 +145,31 @@ def _murmur_rounds(rows: np.ndarray, rounds: int, vector_size: int) -> np.ndarra
 def hash_positions(keys: Keys, rounds: int, vector_size: int) -> np.ndarray:
     """Bit positions (keys x rounds) Hadoop's `HashFunction` gives the keys' UTF-8 bytes."""
     data, offsets = _utf8_keys(keys)
-    return _positions(data, offsets, 0, len(offsets) - 1, rounds, vector_size).T.astype(np.int64)
+    out = np.empty((rounds, len(offsets) - 1), dtype=np.uint32)
+    for keys_here, positions in _positions(data, offsets, rounds, vector_size):
+        out[:, keys_here] = positions
+    return out.T.astype(np.int64)
 
 
-def _positions(data: np.ndarray, offsets: np.ndarray, start: int, stop: int, rounds: int, vector_size: int) -> np.ndarray:
-    """Positions (rounds x keys, uint32) of keys `start:stop`, computed per byte length."""
-    starts = offsets[start:stop]
-    lengths = offsets[start + 1 : stop + 1] - starts
-    distinct = np.unique(lengths)
-    if len(distinct) == 1:
-        length = int(distinct[0])
-        return _murmur_rounds(data[starts[:, None] + np.arange(length)], rounds, vector_size)
-    out = np.empty((rounds, stop - start), dtype=np.uint32)
-    for length in distinct:
-        index = np.nonzero(lengths == length)[0]
-        out[:, index] = _murmur_rounds(data[starts[index, None] + np.arange(length)], rounds, vector_size)
-    return out
+def _positions(data: np.ndarray, offsets: np.ndarray, rounds: int,
+               vector_size: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(key numbers, their positions: rounds x keys, uint32) for every key, at most `_CHUNK` keys at a
+    time, each time keys of one byte length.
+
+    Keys are put in order of length once (stably), so each pass hashes a contiguous run of equal
+    lengths: grouping per chunk instead cost more than the hashing where lengths vary (`order-7` to
+    `order-1234567`), in scattering each group's positions back among the chunk's columns.
+    """
+    starts = offsets[:-1]
+    lengths = offsets[1:] - starts
+    order = np.argsort(lengths, kind="stable")
+    sorted_lengths = lengths[order]
+    edges = np.flatnonzero(np.diff(sorted_lengths)) + 1
+    for begin, end in zip(np.r_[0, edges].tolist(), np.r_[edges, len(order)].tolist(), strict=True):
+        length = int(sorted_lengths[begin])
+        for a in range(begin, end, _CHUNK):
+            keys_here = order[a:min(end, a + _CHUNK)]
+            yield keys_here, _murmur_rounds(data[starts[keys_here, None] + np.arange(length)], rounds, vector_size)
 
 
 # -- filters ------------------------------------------------------------------------------------
@@ -188,11 +197,13 @@ class BloomFilter(ABC):
         data, offsets = _utf8_keys(keys)
         n = len(offsets) - 1
         rows = self._assign_rows(n)
+        single = len(self._rows) == 1
         bits = _BitSetter(self._rows, unpack=n * self.num_hashes > len(self._rows[0]))
-        for start in range(0, n, _CHUNK):
-            stop = min(n, start + _CHUNK)
-            positions = _positions(data, offsets, start, stop, self.num_hashes, self.vector_size)
-            chunk_rows = rows[start:stop]
+        for keys_here, positions in _positions(data, offsets, self.num_hashes, self.vector_size):
+            if single:
+                bits.set(0, positions)
+                continue
+            chunk_rows = rows[keys_here]
             used = np.unique(chunk_rows).tolist()
             for row in used:
                 bits.set(row, positions if len(used) == 1 else positions[:, chunk_rows == row])
@@ -206,11 +217,11 @@ class BloomFilter(ABC):
         data, offsets = _utf8_keys(keys)
         n = len(offsets) - 1
         result = np.zeros(n, dtype=bool)
-        for start in range(0, n, _CHUNK):
-            stop = min(n, start + _CHUNK)
-            positions = _positions(data, offsets, start, stop, self.num_hashes, self.vector_size)
+        for keys_here, positions in _positions(data, offsets, self.num_hashes, self.vector_size):
+            found = np.zeros(len(keys_here), dtype=bool)
             for bits in self._rows:
-                result[start:stop] |= _bits_at(bits, positions).all(axis=0)
+                found |= _bits_at(bits, positions).all(axis=0)
+            result[keys_here] = found
         return result
 
     @abstractmethod
