@@ -24,11 +24,12 @@ FIXTURES_MISSING = (
 logging.getLogger("kafka.net.transport").setLevel(logging.CRITICAL)
 
 
-def pytest_configure(config):
-    """Spark's classes from one archive for every driver JVM the session starts (`jvm_class_archive`)."""
+def pytest_collection_finish(session):
+    """Spark's classes from one archive for every driver JVM the session starts (`jvm_class_archive`);
+    made (once per install, about 40 s) only for a run of many tests: a few tests use one if it is there."""
     import jvm_class_archive
 
-    jvm_class_archive.enable()
+    jvm_class_archive.enable(make=len(session.items) > 100)
 
 
 def fixtures_dir() -> Path:

@@ -52,13 +52,15 @@ def _archive_path(java: Path) -> Path:
     return Path(tempfile.gettempdir()) / f"ingest-tests-spark-classes-{digest}.jsa"
 
 
-def enable() -> Path | None:
-    """Make (if needed) and use the archive; the archive's path, or None where none could be made.
+def enable(make: bool = True) -> Path | None:
+    """Use the archive, made first if `make` and it is missing; its path, or None where there is none.
     A user's own `SPARK_SUBMIT_OPTS` is left alone."""
     if "SPARK_SUBMIT_OPTS" in os.environ or (java := _java()) is None:
         return None
     archive = _archive_path(java)
     if not archive.exists():
+        if not make:
+            return None
         partial = archive.with_name(f"{archive.name}.{os.getpid()}.partial")
         env = {**os.environ, "SPARK_SUBMIT_OPTS": f"-XX:ArchiveClassesAtExit={partial} {_QUIET}"}
         try:
