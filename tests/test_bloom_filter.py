@@ -169,6 +169,17 @@ def _keys(n: int, prefix: str = "key") -> list[str]:
     return [f"{prefix}-{i:06d}-ü" if i % 3 else f"{prefix}-{i}" for i in range(n)]
 
 
+def test_no_keys_add_nothing_and_find_nothing():
+    """An empty base file (a compacted slice whose records were all deleted) still gets a filter."""
+    for empty in ([], pa.array([], pa.string())):
+        assert bf.hash_positions(empty, 30, 2587966).shape == (0, 30)
+        for ours in (bf.DynamicBloomFilter.create(), bf.SimpleBloomFilter.create()):
+            before = ours.serialize()
+            ours.add_all(empty)
+            assert ours.serialize() == before
+            assert ours.might_contain_all(empty).tolist() == []
+
+
 def test_dynamic_filter_grows_then_round_robins_like_hudi():
     # 50 keys per row, bound 120: rows 0..2 fill (3 * 50 >= 120), then keys go to row 0, 0, 1, 2, 0...
     ours = bf.DynamicBloomFilter.create(num_entries=50, fpp=0.05, max_entries=120)

@@ -162,6 +162,8 @@ def _positions(data: np.ndarray, offsets: np.ndarray, rounds: int,
     """
     starts = offsets[:-1]
     lengths = offsets[1:] - starts
+    if not len(lengths):
+        return  # no keys: a compaction of a slice whose records were all deleted writes an empty file
     order = np.argsort(lengths, kind="stable")
     sorted_lengths = lengths[order]
     edges = np.flatnonzero(np.diff(sorted_lengths)) + 1
