@@ -29,7 +29,7 @@ def pytest_collection_finish(session):
     made (once per install, about 40 s) only for a run of many tests: a few tests use one if it is there."""
     import jvm_class_archive
 
-    jvm_class_archive.enable(make=len(session.items) > 100)
+    jvm_class_archive.enable(make=len(session.items) > 100 and not session.config.option.collectonly)
 
 
 def fixtures_dir() -> Path:

@@ -46,8 +46,10 @@ def _archive_path(java: Path) -> Path:
     import pyspark
 
     jars = Path(pyspark.__file__).parent / "jars"
-    identity = [str(java), str(java.stat().st_mtime_ns), pyspark.__version__, sys.executable,
-                *sorted(p.name for p in jars.glob("*.jar"))]
+    identity = [str(java), str(java.stat().st_mtime_ns), pyspark.__version__, sys.executable]
+    for jar in sorted(jars.glob("*.jar")):  # a reinstall changes them: an archive that no longer matches is unused
+        stat = jar.stat()
+        identity.append(f"{jar.name} {stat.st_size} {stat.st_mtime_ns}")
     digest = hashlib.sha256("\n".join(identity).encode()).hexdigest()[:16]
     return Path(tempfile.gettempdir()) / f"ingest-tests-spark-classes-{digest}.jsa"
 
@@ -58,17 +60,34 @@ def enable(make: bool = True) -> Path | None:
     if "SPARK_SUBMIT_OPTS" in os.environ or (java := _java()) is None:
         return None
     archive = _archive_path(java)
-    if not archive.exists():
-        if not make:
-            return None
-        partial = archive.with_name(f"{archive.name}.{os.getpid()}.partial")
-        env = {**os.environ, "SPARK_SUBMIT_OPTS": f"-XX:ArchiveClassesAtExit={partial} {_QUIET}"}
-        try:
-            subprocess.run([sys.executable, "-c", _WARM_UP], env=env, capture_output=True,
-                           timeout=_MADE_IN_SECONDS, check=True)
-            os.replace(partial, archive)
-        except (OSError, subprocess.SubprocessError):
-            partial.unlink(missing_ok=True)
-            return None
+    if not _usable(archive) and make:
+        _make(java, archive)
+    if not _usable(archive):
+        return None
     os.environ["SPARK_SUBMIT_OPTS"] = f"-XX:SharedArchiveFile={archive} {_QUIET}"
     return archive
+
+
+def _usable(archive: Path) -> bool:
+    try:
+        return archive.stat().st_size > 0
+    except OSError:
+        return False
+
+
+def _make(java: Path, archive: Path) -> None:
+    """Dump the warm-up job's classes into a file of this process's own, then put it in place once a
+    JVM has started with it: a damaged archive crashes every JVM that maps it (SIGBUS), where one that
+    does not match is only ignored. Another run may put its equal archive in place first."""
+    partial = archive.with_name(f"{archive.name}.{os.getpid()}.partial")
+    env = {**os.environ, "SPARK_SUBMIT_OPTS": f"-XX:ArchiveClassesAtExit={partial} {_QUIET}"}
+    try:
+        subprocess.run([sys.executable, "-c", _WARM_UP], env=env, capture_output=True,
+                       timeout=_MADE_IN_SECONDS, check=True)
+        subprocess.run([str(java), f"-XX:SharedArchiveFile={partial}", *_QUIET.split(), "-version"],
+                       capture_output=True, timeout=_MADE_IN_SECONDS, check=True, cwd=partial.parent)  # its crash log too
+        os.replace(partial, archive)
+    except (OSError, subprocess.SubprocessError):
+        pass
+    finally:
+        partial.unlink(missing_ok=True)
