@@ -291,23 +291,19 @@ def _widen(plan: WritePlan, records: pa.Table, writes: list[tuple]) -> Iterator[
     """
     data = records.drop_columns(_decisive(records, plan.ordering_field)).combine_chunks()
     own = [writes_base_file(plan.write, target, deletes) for target, _, deletes in writes]
-    narrows: dict[int, pa.Table] = {}  # group -> its narrow rows in write order, once its run is taken
 
     def parts(groups: list[int], limit: int) -> Iterator[pa.Table]:
         def rows_of(run: list[int]) -> pa.Array:
-            for j in run:
-                i = groups[j]
-                narrows[i] = writes[i][1]
-            chunks = [c.cast(pa.int64()) for j in run for c in narrows[groups[j]].column(WIDE_ROW).chunks]
+            chunks = [c.cast(pa.int64()) for j in run for c in writes[groups[j]][1].column(WIDE_ROW).chunks]
             return pa.concat_arrays(chunks) if chunks else pa.array([], pa.int64())
 
         return _in_runs(data, [writes[i][1].num_rows for i in groups], rows_of, limit)
 
     shared = parts([i for i, base in enumerate(own) if not base], max(1, data.num_rows))
     base = parts([i for i, base in enumerate(own) if base], _run_rows(data))
-    for i, (target, _, deletes) in enumerate(writes):
+    for i, (target, narrow, deletes) in enumerate(writes):
         part = next(base if own[i] else shared)
-        narrow = narrows.pop(i).drop_columns([WIDE_ROW])
+        narrow = narrow.drop_columns([WIDE_ROW])
         yield (target, pa.Table.from_arrays(narrow.columns + part.columns,
                                             names=narrow.column_names + part.column_names), deletes)
         del narrow, part  # else they would hold this run's rows while the next run is taken
