@@ -15,6 +15,7 @@ says, and where no archive can be made nothing is set.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -66,7 +67,9 @@ def enable(make: bool = True) -> Path | None:
         return None
     archive = _archive_path(java)
     if not _usable(archive) and make:
-        _make(java, archive)
+        with _made_by_one(archive):  # xdist's workers start together: one makes it, the others wait
+            if not _usable(archive):
+                _make(java, archive)
     if not _usable(archive):
         return None
     os.environ["SPARK_SUBMIT_OPTS"] = f"-XX:SharedArchiveFile={archive} {_QUIET}"
@@ -78,6 +81,22 @@ def _usable(archive: Path) -> bool:
         return archive.stat().st_size > 0
     except OSError:
         return False
+
+
+@contextlib.contextmanager
+def _made_by_one(archive: Path):
+    """Hold a lock next to the archive while it is made (no lock where `fcntl` is missing)."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    with open(archive.with_name(f"{archive.name}.lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def _make(java: Path, archive: Path) -> None:
