@@ -61,3 +61,26 @@ def test_a_runtime_with_every_module_is_used_as_it_is(tmp_path):
     unknown = tmp_path / "no-release"
     unknown.mkdir()
     assert usable_java_home(unknown, cache=tmp_path / "cache") == unknown
+
+
+def test_a_shim_another_process_builds_at_the_same_moment_is_shared(tmp_path, monkeypatch):
+    """Two processes starting together on a machine without Java (a stream and a backfill, or two test
+    workers) build the same shim: a link the other one made first is the same link, not an error."""
+    runtime = tmp_path / "runtime"
+    (runtime / "bin").mkdir(parents=True)
+    (runtime / "lib").mkdir()
+    (runtime / "release").write_text('MODULES="java.base"\n')
+    for tool in ("java", "keytool"):
+        (runtime / "bin" / tool).write_text("#!/bin/sh\n")
+    original = Path.symlink_to
+
+    def made_first_by_another(self, target, *args, **kwargs):
+        original(self, target, *args, **kwargs)  # the other process, between the check and the link
+        original(self, target, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "symlink_to", made_first_by_another)
+    shim = usable_java_home(runtime, cache=tmp_path / "cache")
+    assert shim != runtime
+    assert (shim / "lib").resolve() == (runtime / "lib").resolve()
+    assert (shim / "bin" / "keytool").resolve() == (runtime / "bin" / "keytool").resolve()
+    assert "--add-modules=jdk.incubator.vector" in (shim / "bin" / "java").read_text()

@@ -82,18 +82,26 @@ def usable_java_home(java_home: Path, cache: Path | None = None) -> Path:
     if not target.exists() or target.read_text(encoding="utf-8") != script:
         (shim / "bin").mkdir(parents=True, exist_ok=True)
         for entry in java_home.iterdir():
-            link = shim / entry.name
-            if entry.name != "bin" and not link.exists():
-                link.symlink_to(entry)
+            if entry.name != "bin":
+                _link(shim / entry.name, entry)
         for tool in (java_home / "bin").iterdir():
-            link = shim / "bin" / tool.name
-            if tool.name != "java" and not link.exists():
-                link.symlink_to(tool)
+            if tool.name != "java":
+                _link(shim / "bin" / tool.name, tool)
         tmp = target.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(script, encoding="utf-8")
         tmp.chmod(0o755)
         os.replace(tmp, target)
     return shim
+
+
+def _link(link: Path, target: Path) -> None:
+    """One link of the shim. Processes starting together (a stream and a backfill on a new machine)
+    build the same shim: a link another one made first is the same link."""
+    if not link.exists():
+        try:
+            link.symlink_to(target)
+        except FileExistsError:
+            pass
 
 
 def ensure_python_workers() -> None:
