@@ -85,13 +85,15 @@ def _usable(archive: Path) -> bool:
 
 @contextlib.contextmanager
 def _made_by_one(archive: Path):
-    """Hold a lock next to the archive while it is made (no lock where `fcntl` is missing)."""
+    """Hold a lock next to the archive while it is made (no lock where `fcntl` is missing, or where the
+    lock file cannot be opened: another user's, a read-only temp folder)."""
     try:
         import fcntl
-    except ImportError:
+        lock = open(archive.with_name(f"{archive.name}.lock"), "a")  # noqa: SIM115 (closed below)
+    except (ImportError, OSError):
         yield
         return
-    with open(archive.with_name(f"{archive.name}.lock"), "a") as lock:
+    with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield
