@@ -13,6 +13,7 @@ the other settings only, and the secrets are set on the SparkContext's conf thro
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -97,11 +98,8 @@ def usable_java_home(java_home: Path, cache: Path | None = None) -> Path:
 def _link(link: Path, target: Path) -> None:
     """One link of the shim. Processes starting together (a stream and a backfill on a new machine)
     build the same shim: a link another one made first is the same link."""
-    if not link.exists():
-        try:
-            link.symlink_to(target)
-        except FileExistsError:
-            pass
+    with contextlib.suppress(FileExistsError):
+        link.symlink_to(target)
 
 
 def ensure_python_workers() -> None:
