@@ -23,7 +23,7 @@ from ingest.spark.session import (
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="Unix domain sockets")
 
 short_temp_folder = pytest.mark.skipif(
-    private_socket_dir(Path(tempfile.gettempdir())) is None,
+    os.name == "nt" or private_socket_dir(Path(tempfile.gettempdir())) is None,
     reason=f"this machine's temp folder ({tempfile.gettempdir()}) is too long a path for sockets, or not private")
 
 
@@ -31,25 +31,31 @@ short_temp_folder = pytest.mark.skipif(
 def parent():
     """A folder short enough for socket paths (pytest's own are too long)."""
     folder = Path(tempfile.mkdtemp(prefix="s"))
+    if len(os.fsencode(folder / f"ingest-{os.getuid()}")) > MAX_SOCKET_DIR:
+        folder.rmdir()
+        pytest.skip(f"this machine's temp folder ({tempfile.gettempdir()}) is too long a path for sockets")
     yield folder
     shutil.rmtree(folder)
 
 
 @short_temp_folder
-def test_the_session_s_python_workers_listen_on_a_private_unix_socket(spark):
+def test_the_session_s_python_workers_are_reached_over_a_private_unix_socket(spark):
+    """The worker's own environment says how its daemon listens: the JVM sets these for the daemon it
+    starts in socket mode only (`PythonWorkerFactory`), and `pyspark/daemon.py` binds in that folder."""
     conf = spark.sparkContext.getConf()
-    assert conf.get(UNIX_SOCKETS) == "true"
     folder = Path(conf.get(UNIX_SOCKET_DIR))
 
-    def _rows(batches):
-        yield pa.RecordBatch.from_pydict({"rows": pa.array([sum(b.num_rows for b in batches)], pa.int64())})
+    def daemon_settings(batches):
+        for _ in batches:
+            pass
+        yield pa.RecordBatch.from_pydict({
+            "enabled": [os.environ.get("PYTHON_UNIX_DOMAIN_ENABLED")],
+            "folder": [os.environ.get("PYTHON_WORKER_FACTORY_SOCK_DIR")]})
 
-    rows = spark.range(10).coalesce(1).mapInArrow(_rows, "rows long").collect()
-    assert rows[0]["rows"] == 10
-    info = folder.lstat()
-    assert stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o077
-    sockets = [p for p in folder.iterdir() if p.name.endswith(".sock") and stat.S_ISSOCK(p.lstat().st_mode)]
-    assert sockets, f"no socket of the Python worker daemon in {folder}: {sorted(folder.iterdir())}"
+    row = spark.range(10).coalesce(1).mapInArrow(daemon_settings, "enabled string, folder string").collect()[0]
+    assert (row["enabled"] or "").lower() == "true", row
+    assert row["folder"] == str(folder), row
+    assert private_socket_dir(folder.parent) == folder
 
 
 @short_temp_folder
@@ -67,6 +73,7 @@ def test_masters_on_this_machine_get_unix_sockets(master):
     (None, {}),  # spark-submit's master: the launcher's, and the cluster's settings
     ("local[2]", {UNIX_SOCKETS: "false"}),
     ("local[2]", {UNIX_SOCKET_DIR: "/run/spark"}),
+    ("local[2]", {"spark.master": "yarn"}),  # the conf's master is the one Spark uses
 ])
 def test_cluster_masters_and_the_caller_s_own_choice_keep_spark_s_setting(master, conf):
     assert python_worker_sockets(master, conf) == {}
@@ -110,3 +117,14 @@ def test_a_temp_folder_too_long_for_a_socket_path_keeps_tcp(parent):
     long.mkdir()
     assert private_socket_dir(long) is None
     assert not any(long.iterdir())
+
+
+def test_a_folder_this_user_cannot_use_is_not_used(parent):
+    folder = parent / f"ingest-{os.getuid()}"
+    folder.mkdir(mode=0o700)
+    folder.chmod(0o500)
+    assert private_socket_dir(parent) is None
+
+
+def test_a_temp_folder_the_folder_cannot_be_made_in_keeps_tcp(parent):
+    assert private_socket_dir(parent / "gone") is None

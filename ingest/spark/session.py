@@ -153,28 +153,37 @@ def python_worker_sockets(master: str | None, conf: Mapping[str, str]) -> dict[s
     `local-cluster` masters, whose executors share this machine's temp folder: a YARN container's temp
     folder is too long a path for a socket, and a cluster's settings are its operators'. The sockets
     carry no secret (Spark authenticates TCP connections only), so they live in a folder only this
-    user may enter (`private_socket_dir`). Nothing is set when the caller set either key, or when no
-    such folder can be had.
+    user may enter (`private_socket_dir`). Nothing is set when `conf` sets either key, when no such
+    folder can be had, or under spark-submit (`master` None: the launcher's settings stand).
     """
+    master = conf.get("spark.master", master)  # applied after the builder's master, so the one Spark uses
     if os.name == "nt" or not (master or "").startswith("local") or UNIX_SOCKETS in conf or UNIX_SOCKET_DIR in conf:
         return {}
-    folder = private_socket_dir(Path(tempfile.gettempdir()))
+    try:
+        parent = Path(tempfile.gettempdir())
+    except OSError:  # no usable temp folder: nothing for sockets either
+        return {}
+    folder = private_socket_dir(parent)
     return {UNIX_SOCKETS: "true", UNIX_SOCKET_DIR: str(folder)} if folder is not None else {}
 
 
 def private_socket_dir(parent: Path) -> Path | None:
     """`<parent>/ingest-<uid>`, made if absent, if it is a real folder of this user that no one else
-    may enter (as tmux keeps its sockets); None if not, or if its path is too long for a socket."""
+    may enter and this user may use (as tmux keeps its sockets); None if not, if it cannot be made, or
+    if its path is too long for a socket. Private to the user, not to the process: another process of
+    the same user sharing the temp folder (a container sharing `/tmp`) could connect, as it could read
+    the user's files."""
     folder = parent / f"ingest-{os.getuid()}"
     if len(os.fsencode(folder)) > MAX_SOCKET_DIR:
         return None
-    with contextlib.suppress(FileExistsError):
-        folder.mkdir(mode=0o700)
     try:
+        with contextlib.suppress(FileExistsError):
+            folder.mkdir(mode=0o700)
         info = folder.lstat()
-    except OSError:
+    except OSError:  # a read-only or full temp folder: Spark's TCP, as before
         return None
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+    mode = stat.S_IMODE(info.st_mode)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or mode & 0o077 or mode & 0o700 != 0o700:
         return None
     return folder
 
@@ -210,7 +219,7 @@ def get_or_create(
         master = os.environ.get("INGEST_SPARK_MASTER", "local[2]")
     if master:
         builder = builder.master(master)
-    merged = {**DEFAULT_CONF, **python_worker_sockets(master or conf.get("spark.master"), conf), **conf}
+    merged = {**DEFAULT_CONF, **python_worker_sockets(master, conf), **conf}
     for key, value in merged.items():
         builder = builder.config(key, value)
     start_jvm_without_secrets(merged)
