@@ -86,10 +86,11 @@ def test_the_socket_folder_is_made_private(parent):
     assert private_socket_dir(parent) == folder  # and used again as it is
 
 
-def test_a_folder_others_may_enter_is_not_used(parent):
+@pytest.mark.parametrize("mode", [0o755, 0o500], ids=["others-may-enter", "this-user-cannot-use"])
+def test_a_folder_others_may_enter_or_this_user_cannot_use_is_not_used(parent, mode):
     folder = parent / f"ingest-{os.getuid()}"
     folder.mkdir(mode=0o700)
-    folder.chmod(0o755)
+    folder.chmod(mode)
     assert private_socket_dir(parent) is None
 
 
@@ -117,13 +118,6 @@ def test_a_temp_folder_too_long_for_a_socket_path_keeps_tcp(parent):
     long.mkdir()
     assert private_socket_dir(long) is None
     assert not any(long.iterdir())
-
-
-def test_a_folder_this_user_cannot_use_is_not_used(parent):
-    folder = parent / f"ingest-{os.getuid()}"
-    folder.mkdir(mode=0o700)
-    folder.chmod(0o500)
-    assert private_socket_dir(parent) is None
 
 
 def test_a_temp_folder_the_folder_cannot_be_made_in_keeps_tcp(parent):
