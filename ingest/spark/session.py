@@ -182,8 +182,7 @@ def private_socket_dir(parent: Path) -> Path | None:
         info = folder.lstat()
     except OSError:  # a read-only or full temp folder: Spark's TCP, as before
         return None
-    mode = stat.S_IMODE(info.st_mode)
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or mode & 0o077 or mode & 0o700 != 0o700:
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o777 != 0o700:
         return None
     return folder
 
