@@ -282,3 +282,40 @@ def test_a_state_this_process_wrote_in_a_narrower_ordering_type_is_read_again_in
     wide.write(state, _changes([("b", "p0", 2**40, False)], "2", False), "00000000000000002")
     assert _as_model(wide.load("shard", lambda _: True).table, False) == {("a", "p0"): (1, False),
                                                                           ("b", "p0"): (2**40, False)}
+
+
+def _one_chunk(state: ks.ShardState) -> bool:
+    return all(len(column.chunks) <= 1 for part in (state.base, state.overlay) for column in part.columns)
+
+
+def test_a_state_kept_between_batches_is_one_chunk(tmp_path, monkeypatch):
+    """Every later batch takes the rows its keys found from the kept state, and a take from a chunked
+    column costs several times one from a contiguous one: whether the state was read back from a segment
+    of many row groups, or built from a batch Spark handed over in many record batches, it is kept as
+    one chunk, and still answers as the latest row per identity."""
+    import pyarrow.parquet as pq
+
+    monkeypatch.setattr(ks, "_OVERLAY_MIN_ROWS", 65_536)
+    storage = Storage(str(tmp_path))
+    store = ks.KeyStateStore(storage, pa.int64(), False)
+    rows = _changes([(f"key-{i}", f"p{i % 3}", i, False) for i in range(3_000)], "1", False)
+    path = tmp_path / ks.Segment("shard", "00000000000000001", "base").path
+    path.parent.mkdir(parents=True)
+    pq.write_table(rows, path, row_group_size=500)  # six row groups: six chunks when read
+    state = store.load("shard", lambda _: True)
+    assert _one_chunk(state) and state.base.num_rows == 3_000
+
+    pieces = [_changes([(f"key-{i}", f"p{i % 3}", 10_000 + i, False) for i in range(j, 3_300 + j, 300)], "2", False)
+              for j in range(0, 300, 60)]  # five record batches, each changing ten keys and adding one
+    batch = pa.concat_tables(pieces)
+    assert batch.column(0).num_chunks == 5
+    store.write(state, batch, "00000000000000002")
+    state = store.load("shard", lambda _: True)
+    assert _one_chunk(state) and state.overlay.num_rows == 55
+    assert _as_model(state.table, False) == {**_as_model(rows, False), **_as_model(batch, False)}
+
+    ks._CACHE.entries.clear()
+    ks._CACHE.written.clear()
+    fresh = ks.KeyStateStore(Storage(str(tmp_path)), pa.int64(), False).load("shard", lambda _: True)
+    assert _one_chunk(fresh)
+    assert _as_model(fresh.table, False) == _as_model(state.table, False)

@@ -191,17 +191,16 @@ def _apply(base: pa.Table, changes: pa.Table, global_scope: bool, indexed: bool 
     if changes.num_rows == 0:
         return base
     if base.num_rows == 0:
-        return changes
+        return changes.combine_chunks()
     hashes = None
     if replaced is None:
         keys = _identity_keys(global_scope)
         replaced, _, hashes = _match(base, keys, changes, keys, indexed=indexed)
     keep = np.ones(base.num_rows, dtype=bool)
     keep[replaced] = False
-    kept = base.filter(pa.array(keep))
-    if kept.num_columns and kept.column(0).num_chunks > 16:
-        kept = kept.combine_chunks()
-    applied = pa.concat_tables([kept, changes])
+    # One chunk: the rows taken from a state in every later batch's probes are taken from a chunked
+    # column several times slower (0.2-0.5 ms a take from 17 chunks, against 0.02-0.1 from one).
+    applied = pa.concat_tables([base.filter(pa.array(keep)), changes]).combine_chunks()
     parent = khi.index_of(base, KEY)
     if parent is not None and hashes is not None:
         added = khi.index_of(changes, KEY) or khi.KeyHashIndex.of_hashes(KEY, hashes)
@@ -370,7 +369,7 @@ class KeyStateStore:
         if state is None:
             # Each segment holds an identity once; applying them in order keeps the latest version.
             tables = [self._conform(_read(self.storage, s)) for s in segments] or [self.schema.empty_table()]
-            state = ShardState(shard, tables[0], self.schema.empty_table(), (), self.global_scope)
+            state = ShardState(shard, tables[0].combine_chunks(), self.schema.empty_table(), (), self.global_scope)
             if len(tables) > 1:
                 state = state.with_changes(_fold(tables[1:], self.global_scope))
         state = replace(state, segments=wanted)
