@@ -161,3 +161,20 @@ def test_a_location_is_inside_the_table_as_hudi_would_list_it(base, location, in
     from ingest.storage import within
 
     assert within(base, location) is inside
+
+
+@pytest.mark.parametrize("start, end", [(0, 4), (3, 10), (8, 20), (5, 5), (12, 15), (-3, 10), (2, -2), (-4, -1)])
+def test_local_reads_answer_as_fsspec_does(tmp_path, start, end):
+    """Local files are read without fsspec's layers (a small batch checks the tail of every log file it
+    appends to); the answers, and the error for a missing file, are fsspec's."""
+    storage = Storage(str(tmp_path))
+    storage.write("p/f.log", b"0123456789")
+    full = storage.full_path("p/f.log")
+    assert storage.read_range("p/f.log", start, end) == storage.fs.cat_file(full, start=start, end=end)
+    assert storage.read("p/f.log") == storage.fs.cat_file(full)
+    assert (storage.size("p/f.log"), storage.exists("p/f.log"), storage.exists("p")) == (10, True, True)
+    assert not storage.exists("p/absent.log")
+    for read in (lambda: storage.read("p/absent.log"), lambda: storage.size("p/absent.log"),
+                 lambda: storage.read_range("p/absent.log", start, end)):
+        with pytest.raises(FileNotFoundError):
+            read()
