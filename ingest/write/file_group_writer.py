@@ -20,6 +20,7 @@ before appending again, and the file ends up exactly as one successful attempt w
 
 from __future__ import annotations
 
+import functools
 import logging
 import posixpath
 import struct
@@ -115,8 +116,9 @@ class WriteContext:
     completed: Container[str] = frozenset()  # completed write instants when the commit was planned
     log_marker: markers.IOType = markers.IOType.APPEND  # of a new log file (`TableVersion.log_marker`)
 
-    @property
+    @functools.cached_property
     def schema_json(self) -> str:
+        """Computed once per context: every log block's header carries it."""
         return avro.to_json(self.writer_schema)
 
 
@@ -178,7 +180,7 @@ def _runtime(started: float, create: bool) -> RuntimeStats:
 def _counts(upserts: pa.Table) -> tuple[int, int]:
     if upserts.num_rows == 0 or IS_UPDATE not in upserts.column_names:
         return 0, upserts.num_rows
-    updates = int(pc.sum(upserts.column(IS_UPDATE).cast(pa.int64())).as_py() or 0)
+    updates = int(pc.sum(upserts.column(IS_UPDATE)).as_py() or 0)  # a boolean sum counts the trues
     return updates, upserts.num_rows - updates
 
 
