@@ -4,6 +4,7 @@ plain "latest row per identity" model, through segments, the executor cache and 
 from __future__ import annotations
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -293,8 +294,6 @@ def test_a_state_kept_between_batches_is_one_chunk(tmp_path, monkeypatch):
     column costs several times one from a contiguous one: whether the state was read back from a segment
     of many row groups, or built from a batch Spark handed over in many record batches, it is kept as
     one chunk, and still answers as the latest row per identity."""
-    import pyarrow.parquet as pq
-
     monkeypatch.setattr(ks, "_OVERLAY_MIN_ROWS", 65_536)
     storage = Storage(str(tmp_path))
     store = ks.KeyStateStore(storage, pa.int64(), False)
