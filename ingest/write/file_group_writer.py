@@ -424,7 +424,10 @@ def _write_log(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Table, de
     name = None
     if storage.can_append and target.latest_log and target.latest_log_size < ctx.log_max_bytes:
         path = target.path(target.latest_log)
-        current = storage.size(path) if storage.exists(path) else -1
+        try:
+            current = storage.size(path)
+        except FileNotFoundError:
+            current = -1
         if current >= target.latest_log_size and not ends_in_whole_block(storage, path, target.latest_log_size):
             # Blocks appended after a torn one would bury it: start the next log version instead,
             # as Hudi's `HoodieLogFormatWriter.getOutputStream` rolls over rather than append.
