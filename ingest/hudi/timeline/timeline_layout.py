@@ -21,6 +21,7 @@ hudi-rs `timeline/instant.rs` and `timeline/loader.rs`.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from ingest.errors import UnsupportedTable
@@ -43,18 +44,7 @@ class TimelineLayout:
 
     def parse(self, file_name: str) -> Instant | None:
         """The instant a timeline file names (with its completion time in layout 2), or None."""
-        if not self.has_completion_times:
-            return Instant.parse(file_name)
-        head, dot, rest = file_name.partition(".")
-        requested, underscore, completed = head.partition("_")
-        if not dot or not underscore:
-            return Instant.parse(file_name)  # requested, inflight, or a legacy completed instant
-        if not (requested.isdigit() and completed.isdigit()):
-            return None
-        instant = Instant.parse(f"{requested}.{rest}")
-        if instant is None or not instant.is_completed:
-            return None  # only completed instants carry a completion time
-        return Instant(requested, instant.action, State.COMPLETED, completed)
+        return _parsed(self.has_completion_times, file_name)
 
     def file_name(self, instant: Instant) -> str:
         """The name of the file an instant (in its state) is stored as."""
@@ -83,6 +73,25 @@ class TimelineLayout:
             history = (config.raw(TableConfigKey.TIMELINE_HISTORY_PATH) or "history").strip("/")
             return cls(2, f"{METAFOLDER}/{path}", f"{METAFOLDER}/{path}/{history}")
         raise UnsupportedTable(f"timeline layout version {version} (only layouts 1 and 2 are read)")
+
+
+# A writer lists its timeline several times per commit (the lease's checks, beginning, completing),
+# and from one commit to the next nearly every name is the same: each is parsed once. Instants are
+# immutable, so one parsed instant serves every timeline that lists its file.
+@functools.lru_cache(maxsize=8192)
+def _parsed(has_completion_times: bool, file_name: str) -> Instant | None:
+    if not has_completion_times:
+        return Instant.parse(file_name)
+    head, dot, rest = file_name.partition(".")
+    requested, underscore, completed = head.partition("_")
+    if not dot or not underscore:
+        return Instant.parse(file_name)  # requested, inflight, or a legacy completed instant
+    if not (requested.isdigit() and completed.isdigit()):
+        return None
+    instant = Instant.parse(f"{requested}.{rest}")
+    if instant is None or not instant.is_completed:
+        return None  # only completed instants carry a completion time
+    return Instant(requested, instant.action, State.COMPLETED, completed)
 
 
 LAYOUT_1 = TimelineLayout(1, METAFOLDER)
