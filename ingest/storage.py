@@ -90,6 +90,17 @@ def _remove_quietly(path: str) -> None:
         pass
 
 
+def _opened(path: str, mode: str):
+    """`open(path, mode)`, making its folder first if it is missing. Most writes go to folders that
+    exist (a partition's next log block, a commit's next marker): trying first spares each of them
+    the checks `os.makedirs` makes of a folder that is there."""
+    try:
+        return open(path, mode)
+    except FileNotFoundError:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        return open(path, mode)
+
+
 def _naming(error: OSError, path: str) -> OSError:
     """The same error, naming `path` (a failed flush or close names no file)."""
     return OSError(error.errno, error.strerror or str(error), path)
@@ -283,8 +294,7 @@ class Storage:
         directory = os.path.dirname(full)
         tmp = os.path.join(directory, f"{TEMP_PREFIX}{uuid.uuid4().hex}{TEMP_SUFFIX}")
         try:
-            os.makedirs(directory, exist_ok=True)
-            with open(tmp, "wb") as f:
+            with _opened(tmp, "wb") as f:
                 for piece in pieces(data):
                     f.write(piece)
                 self._sync(f)
@@ -322,9 +332,8 @@ class Storage:
         its own (`DirectWriteMarkers.allMarkerFilePaths` returns every file of a marker folder)."""
         full = self.full_path(rel)
         if self.is_local:
-            os.makedirs(os.path.dirname(full), exist_ok=True)
             try:
-                with open(full, "wb") as f:
+                with _opened(full, "wb") as f:
                     self._sync(f)
             except OSError as e:
                 raise _naming(e, full) from e
@@ -362,8 +371,7 @@ class Storage:
         if not self.can_append:
             raise OSError(f"{self.base_url} does not support appending; write a new file instead")
         full = self.full_path(rel)
-        os.makedirs(os.path.dirname(full), exist_ok=True)
-        with open(full, "ab") as f:
+        with _opened(full, "ab") as f:
             start = f.tell()
             try:
                 for piece in pieces(data):
