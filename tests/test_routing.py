@@ -161,7 +161,7 @@ def _routes_by_task(df, spec, plan, tasks_count: int) -> list[tuple[int, int]]:
     def report(batches):
         task = TaskContext.get().partitionId()
         for batch in batches:
-            table = routing.without_slot(pa.Table.from_batches([batch]))
+            table = routing.unpacked(pa.Table.from_batches([batch]))
             own = routing.python_routes(table, spec, plan).to_pylist()
             yield pa.RecordBatch.from_pydict({"task": pa.array([task] * len(own), pa.int32()),
                                               "route": pa.array(own, pa.int32())})

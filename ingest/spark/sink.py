@@ -339,7 +339,7 @@ class SparkEngine:
         tasks_count = self.parallelism
 
         def prepare(table: pa.Table, task: TaskIdentity) -> pa.Table:
-            table = routing.without_slot(table)
+            table = routing.unpacked(table)
             done = rec.prepare(table, options.keygen, ordering_field=ordering_field,
                                delete_flag_column=options.delete_flag_column,
                                all_deletes=options.operation is Operation.DELETE)
@@ -379,8 +379,7 @@ class SparkEngine:
         """One job: shard tasks tag, place and index the batch's keys, then hand each file group's
         rows to the task writing it, as Arrow IPC values shuffled by slot (one task: no shuffle)."""
         prepare = self._prepare_fn(plan, prepared, counters)
-        arrow_in = to_arrow_schema(StructType([f for f in routed.schema.fields if f.name != routing.SLOT]),
-                                   timezone="UTC")
+        arrow_in = to_arrow_schema(routing.unpacked_schema(routed.schema), timezone="UTC")
         probe = rec.prepare(arrow_in.empty_table(), prepared.options.keygen, ordering_field=prepared.ordering_field,
                             delete_flag_column=prepared.options.delete_flag_column)
         staged_schema = tasks.route(plan, tasks.conform(plan, probe.records)).schema
