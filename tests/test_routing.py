@@ -212,3 +212,39 @@ def test_a_task_given_a_row_it_does_not_own_fails_naming_the_key():
         stranger = keys[owners.index(1 - owners[0])]
         with pytest.raises(RuntimeError, match=rf"record key '{stranger}' \(route \d+\) reached write task {owners[0]}"):
             routing.check_task(records, 2, owners[0])
+
+
+@pytest.mark.parametrize("tasks_count", [1, 2])
+def test_tasks_receive_the_batch_as_it_was(spark, tasks_count):
+    """The write job packs the batch's columns in one struct (`routing.shuffled`); each task must
+    unpack exactly the batch: every name (dots, backticks, spaces), type, nullability and value,
+    then the columns added beside it."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    df = spark.sql("""SELECT concat('key-', cast(id AS string)) AS id, id AS `a.b`, cast(id AS string) AS `we``ird`,
+                              named_struct('x', id, 'y', CASE WHEN id % 2 = 0 THEN NULL ELSE 'odd' END) AS `with space`,
+                              CASE WHEN id % 3 = 0 THEN NULL ELSE id * 1.5 END AS maybe
+                       FROM range(40)""")
+    expected = df.toArrow()
+    expected_schema = to_arrow_schema(df.schema, timezone="UTC").append(pa.field("added", pa.int64(), False))
+
+    def received(batches):  # defined here, so that the executors get it by value
+        rows = routing.unpacked(pa.Table.from_batches(list(batches)))
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, rows.schema) as stream:
+            stream.write_table(rows)
+        yield pa.RecordBatch.from_pydict({"schema": [rows.schema.serialize().to_pybytes()],
+                                          "rows": [sink.getvalue().to_pybytes()]})
+
+    spark.conf.set("spark.sql.adaptive.enabled", "false")
+    try:
+        frame = routing.shuffled(df, _spec("id"), PLANS[0], tasks_count, columns={"added": F.col("`a.b`") + 1})
+        got = frame.mapInArrow(received, "schema binary, rows binary").collect()
+    finally:
+        spark.conf.unset("spark.sql.adaptive.enabled")
+    schemas = {pa.ipc.read_schema(pa.py_buffer(r["schema"])) for r in got}
+    assert schemas == {expected_schema}
+    rows = pa.concat_tables([pa.ipc.open_stream(r["rows"]).read_all() for r in got]).sort_by("id")
+    assert rows.drop_columns(["added"]) == expected.sort_by("id").cast(rows.schema.remove(5))
+    assert rows.column("added").to_pylist() == [v + 1 for v in rows.column("a.b").to_pylist()]
