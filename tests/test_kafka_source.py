@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 
 import pytest
 from hypothesis import given, settings
@@ -386,3 +388,33 @@ def test_a_broker_that_needs_api_version_fails_in_one_line_naming_the_setting(sp
     assert "source.kafka.options.api.version, e.g. 2.3" in message
     assert not [r for r in caplog.records if r.name.startswith("kafka")]
     assert spark.streams.active == []
+
+
+def test_given_api_version_an_unreachable_broker_fails_in_one_line_after_the_bootstrap_timeout(spark, caplog):
+    """Given api.version, kafka-python 3's constructor connects to nothing and its metadata calls wait
+    without a bound: the source waits for the brokers' first metadata itself, so a broker that never
+    answers is one line after kafka.bootstrap.timeout.ms, not a stream retrying without end."""
+    options = {"kafka.bootstrap.servers": "127.0.0.1:1", "kafka.api.version": "2.3",  # port 1: nothing listens
+               "kafka.bootstrap.timeout.ms": "1500", "subscribe": "any"}
+    began = time.monotonic()
+    with pytest.raises(kafka_source.KafkaUnreachableError) as raised:
+        kafka_stream(spark, options, implementation="python")
+    assert time.monotonic() - began < 15
+    message = str(raised.value)
+    assert "\n" not in message and raised.value.__cause__ is None
+    assert "Kafka bootstrap from 127.0.0.1:1 failed after 1." in message
+    assert "no metadata from the brokers in 1." in message
+    assert spark.streams.active == []
+
+
+def test_given_api_version_a_reachable_broker_leaves_no_client_errors_in_the_log(spark, broker, caplog):  # noqa: F811
+    """The source reaches the brokers before Spark starts a query; closing that check's consumer while
+    it still connected (kafka-python 3 connects after its constructor returns, given api.version)
+    logged the aborted connection as an error with its trace at every stream's start."""
+    topic = topic_name("boot")
+    broker.create_topic(topic, 1)
+    options = {"kafka.bootstrap.servers": broker.bootstrap_servers, "kafka.api.version": "2.3", "subscribe": topic}
+    with caplog.at_level(logging.WARNING, logger="kafka"):
+        kafka_stream(spark, options, implementation="python")
+        time.sleep(1.0)  # the client's IO thread logs an aborted connection after close returns
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("kafka")] == []

@@ -63,6 +63,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -375,6 +376,37 @@ class _ClientLogKept(logging.Handler):
         self.client_log.level, self.client_log.propagate = self.saved
 
 
+def _bootstrap(consumer, timeout_s: float) -> None:
+    """Wait, at most `timeout_s`, for the consumer's first metadata from the brokers.
+
+    Given `api_version`, kafka-python 3 skips its version probe, so its constructor returns before
+    any broker answered; its metadata calls then wait without a bound, retrying every few seconds in
+    the log, and a consumer closed while it still connects logs the aborted connection as an error
+    with its trace. The metadata is asked for on a thread and waited for here instead: a broker that
+    never answers is the one-line `KafkaUnreachableError` after the bootstrap timeout, as without
+    `api_version`. (Closed on timeout, the consumer's blocked call is left to its daemon thread.)"""
+    from kafka.errors import KafkaTimeoutError
+
+    answered = threading.Event()
+    failed: list[BaseException] = []
+
+    def ask() -> None:
+        try:
+            consumer.topics()
+        except BaseException as error:  # handed to the waiting thread
+            failed.append(error)
+        finally:
+            answered.set()
+
+    threading.Thread(target=ask, name="kafka-bootstrap", daemon=True).start()
+    if not answered.wait(max(timeout_s, 0.0)):
+        consumer.close(autocommit=False)
+        raise KafkaTimeoutError(f"no metadata from the brokers in {max(timeout_s, 0.0):.1f} s")
+    if failed:
+        consumer.close(autocommit=False)
+        raise failed[0]
+
+
 class _Metadata:
     """The driver's view of the cluster through one kafka-python consumer that never joins a group."""
 
@@ -383,10 +415,12 @@ class _Metadata:
         from kafka.errors import KafkaError
 
         config = {k: v for k, v in options.client.items() if k != "group_id"}
+        timeout_ms = config.get("bootstrap_timeout_ms", KafkaConsumer.DEFAULT_CONFIG.get("bootstrap_timeout_ms", 30_000))
         began = time.monotonic()
         with _ClientLogKept() as kept:
             try:
                 self.consumer = KafkaConsumer(**config, enable_auto_commit=False)
+                _bootstrap(self.consumer, timeout_ms / 1000 - (time.monotonic() - began))
             except KafkaError as e:
                 raise KafkaUnreachableError(config.get("bootstrap_servers"), time.monotonic() - began, e,
                                             kept.last) from None
