@@ -81,8 +81,6 @@ def python_routes(table: pa.Table | pa.RecordBatch, spec: KeyGeneratorSpec, plan
 def unpacked(table: pa.Table) -> pa.Table:
     """The rows as the batch had them, from what a write task receives (`shuffled`): the packed row's
     fields, then the columns added beside it, less the column Spark placed them by."""
-    if ROW not in table.column_names:
-        return table.drop_columns([SLOT]) if SLOT in table.column_names else table
     rows = pa.Table.from_struct_array(table.column(ROW))
     for field, column in zip(table.schema, table.columns, strict=True):
         if field.name not in (ROW, SLOT):
