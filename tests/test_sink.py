@@ -209,25 +209,6 @@ def test_python_workers_keep_the_memory_they_free(spark):
     assert values == {f"-1,{32 << 20},{1 << 30}"}
 
 
-def test_python_workers_take_memory_in_small_pages(spark):
-    """Sessions built by ingest start Python workers with transparent huge pages off (mimalloc's
-    `MIMALLOC_ALLOW_THP=0`, which sets `PR_SET_THP_DISABLE`): a new worker's first large batch then
-    pays for 4 KiB pages, not for fresh 2 MiB ones (`ingest.spark.session.DEFAULT_CONF`)."""
-
-    def huge_pages_allowed(batches):
-        for _ in batches:
-            pass
-        pa.allocate_buffer(1 << 20)  # Arrow's allocator starts: mimalloc reads its options then
-        with open("/proc/self/status") as f:
-            flags = [line.split()[1] for line in f if line.startswith("THP_enabled:")]
-        yield pa.RecordBatch.from_pydict({"v": pa.array([flags[0] if flags else "unknown"])})
-
-    values = {r["v"] for r in spark.range(4).repartition(2).mapInArrow(huge_pages_allowed, "v string").collect()}
-    if values == {"unknown"}:
-        pytest.skip("this kernel reports no THP_enabled in /proc/self/status (Linux 5.0+ does)")
-    assert values == {"0"}
-
-
 def test_the_sink_learns_the_rows_width_and_restores_the_session(spark, tmp_path):
     """After its first batch the sink knows the Arrow bytes per row and writes later batches with the
     byte bound as a row bound (here a few rows per Arrow batch); the session's own settings are back

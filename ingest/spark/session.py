@@ -135,12 +135,6 @@ DEFAULT_CONF: Mapping[str, str] = {
     "spark.executorEnv.MIMALLOC_PURGE_DELAY": "-1",
     "spark.executorEnv.MALLOC_MMAP_THRESHOLD_": str(32 << 20),  # glibc's largest; above it, mmap anyway
     "spark.executorEnv.MALLOC_TRIM_THRESHOLD_": str(1 << 30),
-    # ... and in 4 KiB pages. mimalloc otherwise asks for transparent huge pages, and the first touch of
-    # each has the kernel find and zero a fresh 2 MiB. A first bulk load of 1,000,000 rows (two workers,
-    # about 250 MB of new memory each) spent 1.8-2.2 s of the workers' time in the kernel, against
-    # 0.8-1.0 s in small pages, and took 4.0-4.2 s against 5.2-5.4 s; later batches reuse the memory
-    # either way and took the same time. `MIMALLOC_ALLOW_THP=0` turns them off for the whole process.
-    "spark.executorEnv.MIMALLOC_ALLOW_THP": "0",
 }
 
 
