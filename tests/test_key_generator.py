@@ -304,6 +304,30 @@ def test_keys_of_the_hudi_written_fixture_tables(fixture_tables):
     assert checked > 0
 
 
+@pytest.mark.parametrize(("output", "hive", "expected", "why"), [
+    ("'d='yyyyMMdd", "false", "d=20230401", "doParsePartitionColumnValues"),
+    ("yyyy'=x'", "true", "ts=2023=x", "HiveStylePartitionValueExtractor"),
+    ("yyyy'%41'MM", "false", "2023%4104", "unescapePathName"),
+])
+def test_timestamp_folders_hudis_readers_would_misread_are_refused_unless_escaped(output, hive, expected, why):
+    # A quoted literal in the output format can print '=' or '%'. Hudi 0.14/0.15's
+    # SparkHoodieTableFileIndex parses a TimestampBasedKeyGenerator's folders as any other (typed as
+    # strings by `_partitionSchemaFromProperties`), splitting 'name=value' and unescaping '%XX'.
+    batch = pa.RecordBatch.from_pydict({"id": [1, 2], "ts": [1680350460123, None]})
+    config = {TS + "timestamp.type": "EPOCHMILLISECONDS", TS + "output.dateformat": output,
+              TS + "output.timezone": "UTC"}
+    base = dict(rk="id", pp="ts", cls="org.apache.hudi.keygen.TimestampBasedKeyGenerator", hive=hive, **config)
+    refused = compute_keys(batch, spec(**base))
+    # The literal is in every folder, the null time's epoch folder too: every record is refused.
+    assert refused.record_keys.to_pylist() == [None, None] and refused.partition_paths.null_count == 2
+    assert all(why in e and "partition path field 'ts'" in e and ENCODE in e for e in refused.errors.to_pylist())
+    assert compute_keys(batch, spec(**{**base, TS + "output.dateformat": "yyyyMMdd"})).errors.null_count == 2
+    escaped = compute_keys(batch, spec(**base, encode="true"))
+    assert escaped.errors.null_count == 2
+    assert escaped.partition_paths[0].as_py() == expected.replace("%", "%25").replace("=", "%3D").replace(
+        "ts%3D", "ts=")
+
+
 def test_simple_key_null_or_empty_is_a_record_error():
     batch = pa.RecordBatch.from_pydict({"uuid": ["a", None, "", "b"], "city": ["x", "y", "z", None]})
     keys = compute_keys(batch, spec(rk="uuid", pp="city", hive="true"))

@@ -518,6 +518,11 @@ def compute_keys(batch: pa.RecordBatch, spec: KeyGeneratorSpec) -> KeyColumns:
         if field.timestamp and spec.timestamp is not None:
             text, problems = spec.timestamp.format(values, field.name, spec.consistent_logical_timestamp)
             text = pc.fill_null(text, "")
+            # An output format's quoted literals can print '=' or '%': Hudi 0.14/0.15's readers parse
+            # these folders as any other (string-typed), so they are refused as other values are.
+            for row, message in misread_value_problems(text, field.name, hive_style=spec.hive_style,
+                                                       urlencode=spec.urlencode).items():
+                errors.setdefault(row, message)
             if spec.urlencode:
                 text = escape_path_names(text)
             if spec.hive_style:
