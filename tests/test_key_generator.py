@@ -304,28 +304,38 @@ def test_keys_of_the_hudi_written_fixture_tables(fixture_tables):
     assert checked > 0
 
 
-@pytest.mark.parametrize(("output", "hive", "expected", "why"), [
-    ("'d='yyyyMMdd", "false", "d=20230401", "doParsePartitionColumnValues"),
-    ("yyyy'=x'", "true", "ts=2023=x", "HiveStylePartitionValueExtractor"),
-    ("yyyy'%41'MM", "false", "2023%4104", "unescapePathName"),
+def _timestamp_spec(output: str, **config: str) -> KeyGeneratorSpec:
+    return spec(rk="id", pp="ts", cls="org.apache.hudi.keygen.TimestampBasedKeyGenerator",
+                **{TS + "timestamp.type": "EPOCHMILLISECONDS", TS + "output.dateformat": output,
+                   TS + "output.timezone": "UTC"}, **config)
+
+
+@pytest.mark.parametrize(("output", "hive", "why"), [
+    ("'d='yyyyMMdd", "false", "doParsePartitionColumnValues"),
+    ("yyyy'=x'", "true", "HiveStylePartitionValueExtractor"),
+    ("yyyy'%'MM", "false", "unescapePathName"),
 ])
-def test_timestamp_folders_hudis_readers_would_misread_are_refused_unless_escaped(output, hive, expected, why):
-    # A quoted literal in the output format can print '=' or '%'. Hudi 0.14/0.15's
-    # SparkHoodieTableFileIndex parses a TimestampBasedKeyGenerator's folders as any other (typed as
-    # strings by `_partitionSchemaFromProperties`), splitting 'name=value' and unescaping '%XX'.
-    batch = pa.RecordBatch.from_pydict({"id": [1, 2], "ts": [1680350460123, None]})
-    config = {TS + "timestamp.type": "EPOCHMILLISECONDS", TS + "output.dateformat": output,
-              TS + "output.timezone": "UTC"}
-    base = dict(rk="id", pp="ts", cls="org.apache.hudi.keygen.TimestampBasedKeyGenerator", hive=hive, **config)
-    refused = compute_keys(batch, spec(**base))
-    # The literal is in every folder, the null time's epoch folder too: every record is refused.
-    assert refused.record_keys.to_pylist() == [None, None] and refused.partition_paths.null_count == 2
-    assert all(why in e and "partition path field 'ts'" in e and ENCODE in e for e in refused.errors.to_pylist())
-    assert compute_keys(batch, spec(**{**base, TS + "output.dateformat": "yyyyMMdd"})).errors.null_count == 2
-    escaped = compute_keys(batch, spec(**base, encode="true"))
-    assert escaped.errors.null_count == 2
-    assert escaped.partition_paths[0].as_py() == expected.replace("%", "%25").replace("=", "%3D").replace(
-        "ts%3D", "ts=")
+def test_output_formats_whose_folders_hudis_readers_misread_are_config_errors(output, hive, why):
+    # A quoted literal is in every folder. Hudi 0.14/0.15's SparkHoodieTableFileIndex parses a
+    # TimestampBasedKeyGenerator's folders as any other (typed as strings by
+    # `_partitionSchemaFromProperties`): 'name=value' split, '%XX' unescaped.
+    with pytest.raises(ConfigError, match=TS.replace(".", r"\.") + "output.dateformat") as refused:
+        _timestamp_spec(output, hive=hive)
+    assert why in str(refused.value) and ENCODE in str(refused.value)
+    escaped = _timestamp_spec(output, hive=hive, encode="true")
+    keys = compute_keys(pa.RecordBatch.from_pydict({"id": [1], "ts": [1680350460123]}), escaped)
+    assert keys.errors.null_count == 1 and "%" in keys.partition_paths[0].as_py()
+
+
+def test_timestamp_folders_misread_only_at_some_times_are_refused_per_record():
+    # '%Dec' decodes ('De' is hex); '%Jan' and '%Apr' do not.
+    batch = pa.RecordBatch.from_pydict({"id": [1, 2, 3], "ts": [1680350460123, 1702000000000, None]})
+    keys = compute_keys(batch, _timestamp_spec("yyyy'%'MMM"))
+    assert keys.partition_paths.to_pylist() == ["2023%Apr", None, "1970%Jan"]
+    assert "'2023%Dec' holds '%' escapes" in keys.errors[1].as_py() and "unescapePathName" in keys.errors[1].as_py()
+    assert keys.errors.null_count == 2
+    escaped = compute_keys(batch, _timestamp_spec("yyyy'%'MMM", encode="true"))
+    assert escaped.partition_paths.to_pylist() == ["2023%25Apr", "2023%25Dec", "1970%25Jan"]
 
 
 def test_simple_key_null_or_empty_is_a_record_error():

@@ -50,7 +50,11 @@ from ingest.hudi.keygen.partition_path import (
     partition_path_problems,
     partition_segments,
 )
-from ingest.hudi.keygen.timestamp_format import PERSISTED_TIMESTAMP_KEYS, TimestampPartitionFormat
+from ingest.hudi.keygen.timestamp_format import (
+    OUTPUT_FORMAT_KEY,
+    PERSISTED_TIMESTAMP_KEYS,
+    TimestampPartitionFormat,
+)
 
 RECORD_KEY_FIELD = "hoodie.datasource.write.recordkey.field"
 PARTITION_PATH_FIELD = "hoodie.datasource.write.partitionpath.field"
@@ -234,6 +238,22 @@ def _trimmed_fields(raw: str) -> tuple[str, ...]:
     return tuple(f.strip() for f in java_split(raw) if f.strip())
 
 
+# Instants the output format is tried on before any record: its quoted literals are in every folder.
+_SAMPLE_MILLIS = np.array([0, 1_700_000_000_000], dtype=np.int64)
+
+
+def _refuse_misread_literals(timestamp: TimestampPartitionFormat, hive_style: bool) -> None:
+    """A config error when the output format's folders would be misread by Hudi's readers whatever the
+    time (a quoted `=`, a `%` before digits): every record would be refused. A `%` before text only some
+    times print (`'%'MMM` in December) is refused per record, by `compute_keys`."""
+    folders, _ = timestamp.output.print_millis(_SAMPLE_MILLIS, "UTC")
+    problems = misread_value_problems(folders, "", hive_style=hive_style, urlencode=False)
+    if problems:
+        problem = next(iter(problems.values())).removeprefix("partition path field '': ")
+        raise ConfigError(f"{timestamp.output.pattern!r} prints folders Hudi's readers would misread: {problem}",
+                          key=OUTPUT_FORMAT_KEY)
+
+
 @dataclass(frozen=True)
 class KeyGeneratorSpec:
     """How a table's records are keyed and partitioned, resolved from Hudi's write config."""
@@ -295,7 +315,9 @@ class KeyGeneratorSpec:
             timestamp = TimestampPartitionFormat.from_config(config, jvm_timezone)
             if timestamp.output.prints_zone_id and not urlencode:
                 raise ConfigError("ZZZ prints zone ids such as 'Europe/Paris', whose '/' would add folder "
-                                  f"levels; use Z/ZZ or set {URLENCODE}=true", key="hoodie.keygen.timebased.output.dateformat")
+                                  f"levels; use Z/ZZ or set {URLENCODE}=true", key=OUTPUT_FORMAT_KEY)
+            if not urlencode:
+                _refuse_misread_literals(timestamp, _flag(config, HIVE_STYLE, False))
         persisted = ()
         if kind is KeyGeneratorType.TIMESTAMP:
             persisted = tuple((k, config[k]) for k in PERSISTED_TIMESTAMP_KEYS if k in config)
