@@ -317,14 +317,30 @@ def _timestamp_spec(output: str, **config: str) -> KeyGeneratorSpec:
 ])
 def test_output_formats_whose_folders_hudis_readers_misread_are_config_errors(output, hive, why):
     # A quoted literal is in every folder. Hudi 0.14/0.15's SparkHoodieTableFileIndex parses a
-    # TimestampBasedKeyGenerator's folders as any other (typed as strings by
-    # `_partitionSchemaFromProperties`): 'name=value' split, '%XX' unescaped.
+    # TimestampBasedKeyGenerator's one-folder paths as any other (typed as strings by
+    # `_partitionSchemaFromProperties`, then `doParsePartitionColumnValues`): 'name=value' split, '%XX'
+    # unescaped.
     with pytest.raises(ConfigError, match=TS.replace(".", r"\.") + "output.dateformat") as refused:
         _timestamp_spec(output, hive=hive)
     assert why in str(refused.value) and ENCODE in str(refused.value)
     escaped = _timestamp_spec(output, hive=hive, encode="true")
     keys = compute_keys(pa.RecordBatch.from_pydict({"id": [1], "ts": [1680350460123]}), escaped)
     assert keys.errors.null_count == 1 and "%" in keys.partition_paths[0].as_py()
+
+
+@pytest.mark.parametrize("output", ["'d='yyyy/MM", "yyyy/'%'MM"])
+def test_deeper_timestamp_paths_are_read_whole_so_their_literals_are_kept(output):
+    # `doParsePartitionColumnValues`: a path of more folders than partition columns, for one column, is
+    # the value as it stands (a leading 'name=' of hive style cut off): nothing split, nothing decoded.
+    keys = compute_keys(pa.RecordBatch.from_pydict({"id": [1], "ts": [1680350460123]}), _timestamp_spec(output))
+    assert keys.errors.null_count == 1
+    assert keys.partition_paths.to_pylist() == [output.replace("'", "").replace("yyyy", "2023").replace("MM", "04")]
+    # Hive style: `HiveStylePartitionValueExtractor` splits the whole path on '=' and wants two parts.
+    hive = compute_keys(pa.RecordBatch.from_pydict({"id": [1], "ts": [1680350460123]}),
+                        _timestamp_spec("yyyy/'%'MM", hive="true"))
+    assert hive.partition_paths.to_pylist() == ["ts=2023/%04"]
+    with pytest.raises(ConfigError, match="HiveStylePartitionValueExtractor"):
+        _timestamp_spec("yyyy/'h='MM", hive="true")
 
 
 def test_timestamp_folders_misread_only_at_some_times_are_refused_per_record():

@@ -242,12 +242,23 @@ def _trimmed_fields(raw: str) -> tuple[str, ...]:
 _SAMPLE_MILLIS = np.array([0, 1_700_000_000_000], dtype=np.int64)
 
 
+def _folder_parsed_as_a_value(timestamp: TimestampPartitionFormat) -> bool:
+    """Whether Hudi's Spark reader parses the folder the output format prints as it parses any partition
+    value: when it is one folder. `SparkHoodieTableFileIndex.doParsePartitionColumnValues` (0.14/0.15;
+    `HoodieSparkUtils` in 1.x) hands a path with as many folders as partition columns to Spark's
+    `parsePartition` (`name=value` split, `%XX` decoded); a deeper path of one column is taken whole,
+    as a string, and one of several columns is not parsed. Hudi's sync tools split a hive-style path on
+    its `=` whatever its depth (`misread_value_problems`, `parsed=False`)."""
+    return timestamp.output.depth == 1
+
+
 def _refuse_misread_literals(timestamp: TimestampPartitionFormat, hive_style: bool) -> None:
-    """A config error when the output format's folders would be misread by Hudi's readers whatever the
+    """A config error when the output format's folder would be misread by Hudi's readers whatever the
     time (a quoted `=`, a `%` before digits): every record would be refused. A `%` before text only some
     times print (`'%'MMM` in December) is refused per record, by `compute_keys`."""
     folders, _ = timestamp.output.print_millis(_SAMPLE_MILLIS, "UTC")
-    problems = misread_value_problems(folders, "", hive_style=hive_style, urlencode=False)
+    problems = misread_value_problems(folders, "", hive_style=hive_style, urlencode=False,
+                                      parsed=_folder_parsed_as_a_value(timestamp))
     if problems:
         problem = next(iter(problems.values())).removeprefix("partition path field '': ")
         raise ConfigError(f"{timestamp.output.pattern!r} prints folders Hudi's readers would misread: {problem}",
@@ -540,10 +551,10 @@ def compute_keys(batch: pa.RecordBatch, spec: KeyGeneratorSpec) -> KeyColumns:
         if field.timestamp and spec.timestamp is not None:
             text, problems = spec.timestamp.format(values, field.name, spec.consistent_logical_timestamp)
             text = pc.fill_null(text, "")
-            # An output format's quoted literals can print '=' or '%': Hudi 0.14/0.15's readers parse
-            # these folders as any other (string-typed), so they are refused as other values are.
+            # Its quoted literals can print '=' or '%'.
             for row, message in misread_value_problems(text, field.name, hive_style=spec.hive_style,
-                                                       urlencode=spec.urlencode).items():
+                                                       urlencode=spec.urlencode,
+                                                       parsed=_folder_parsed_as_a_value(spec.timestamp)).items():
                 errors.setdefault(row, message)
             if spec.urlencode:
                 text = escape_path_names(text)

@@ -159,9 +159,13 @@ def _segment_problem(segment: str) -> str | None:
     return None
 
 
-def misread_value_problems(values: pa.Array, field: str, *, hive_style: bool, urlencode: bool) -> dict[int, str]:
+def misread_value_problems(values: pa.Array, field: str, *, hive_style: bool, urlencode: bool,
+                           parsed: bool = True) -> dict[int, str]:
     """Row -> why Hudi's readers would read a partition field's value (its Java string, before escaping)
-    as another; a byte search picks the rows to look at (such values are rare)."""
+    as another; a byte search picks the rows to look at (such values are rare).
+
+    `parsed=False` for a value Spark's Hudi reader takes whole, as a string (a path deeper than its
+    partition columns): only Hudi's sync tools still split a hive-style folder on its `=`."""
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
     suspect = pc.equal(values, pa.scalar(DEFAULT_PARTITION_PATH))
@@ -170,7 +174,7 @@ def misread_value_problems(values: pa.Array, field: str, *, hive_style: bool, ur
     rows = np.flatnonzero(pc.fill_null(suspect, False).to_numpy(zero_copy_only=False)).tolist()
     out = {}
     for row in rows:
-        problem = _misread(values[row].as_py(), hive_style, urlencode)
+        problem = _misread(values[row].as_py(), hive_style, urlencode, parsed)
         if problem:
             out[row] = f"partition path field {field!r}: {problem}"
     return out
@@ -182,8 +186,10 @@ def _holds_any(values: pa.Array, chars: bytes) -> bool:
     return any(bytes([c]) in data for c in chars)
 
 
-def _misread(value: str, hive_style: bool, urlencode: bool) -> str | None:
-    if value == DEFAULT_PARTITION_PATH:
+def _misread(value: str, hive_style: bool, urlencode: bool, parsed: bool = True) -> str | None:
+    if not parsed and not hive_style:
+        return None
+    if value == DEFAULT_PARTITION_PATH and parsed:
         return (f"value {value!r} is the folder name of null values, and Spark's readers read it as null "
                 "(PartitioningUtils.castPartValueToDesiredType)")
     if urlencode:
@@ -194,6 +200,8 @@ def _misread(value: str, hive_style: bool, urlencode: bool) -> str | None:
                "Spark's Hudi reader reads what follows it as the value "
                "(SparkHoodieTableFileIndex.doParsePartitionColumnValues)")
         return f"value {value!r} holds '=': {why}; {URLENCODE_KEY}=true escapes it"
+    if not parsed:
+        return None
     decoded = unescape_path_name(value)
     if decoded != value:
         return (f"value {value!r} holds '%' escapes Spark's readers decode "
