@@ -247,10 +247,11 @@ def _folder_parsed_as_a_value(timestamp: TimestampPartitionFormat) -> bool:
     value: when it is one folder. `SparkHoodieTableFileIndex.doParsePartitionColumnValues` (0.14/0.15;
     `HoodieSparkUtils` in 1.x) hands a path with as many folders as partition columns to Spark's
     `parsePartition` (`name=value` split, `%XX` decoded); a deeper path of one column is taken whole,
-    as a string, and one of several columns is not parsed. (1.x also takes a TimestampBasedKeyGenerator's
-    path whole unless its type is DATE_STRING; 0.14/0.15 do not, so one folder counts as parsed at every
-    version.) Hudi's sync tools split a hive-style path on its `=` whatever its depth
-    (`misread_value_problems`, `parsed=False`)."""
+    as a string, and one of several columns is not parsed. Since 1.0 (HUDI-7709) the reader also takes
+    whole the path of a TimestampBasedKeyGenerator of type SCALAR, UNIX_TIMESTAMP or EPOCHMILLISECONDS;
+    one folder is screened at every table version all the same, which refuses a few folders those
+    readers would read as written, never one they misread. Hudi's sync tools split a hive-style path on
+    its `=` whatever its depth (`misread_value_problems`, `parsed=False`)."""
     return timestamp.output.depth == 1
 
 
