@@ -196,9 +196,14 @@ class JodaPattern:
         return cls(pattern, tuple(tokens))
 
     @property
+    def literals(self) -> str:
+        """The pattern's quoted text, all of it: what every printed value holds besides its fields."""
+        return "".join(t.text for t in self.tokens)
+
+    @property
     def depth(self) -> int:
         """Folder levels the printed text spans (its literal `/` plus one)."""
-        return 1 + sum(t.text.count("/") for t in self.tokens)
+        return 1 + self.literals.count("/")
 
     @property
     def prints_zone_id(self) -> bool:

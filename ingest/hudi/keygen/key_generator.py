@@ -238,6 +238,10 @@ def _trimmed_fields(raw: str) -> tuple[str, ...]:
     return tuple(f.strip() for f in java_split(raw) if f.strip())
 
 
+# What a misread folder holds ('=', '%', or the '_' of `__HIVE_DEFAULT_PARTITION__`): a timestamp's
+# printed fields hold no '=' or '%' and cannot spell that name (a ZZZ zone id's '_' never does), so
+# only an output format's quoted literals can make one.
+_MISREAD_CHARACTERS = frozenset("=%_")
 # Instants the output format is tried on before any record: its quoted literals are in every folder.
 _SAMPLE_MILLIS = np.array([0, 1_700_000_000_000], dtype=np.int64)
 
@@ -554,11 +558,11 @@ def compute_keys(batch: pa.RecordBatch, spec: KeyGeneratorSpec) -> KeyColumns:
         if field.timestamp and spec.timestamp is not None:
             text, problems = spec.timestamp.format(values, field.name, spec.consistent_logical_timestamp)
             text = pc.fill_null(text, "")
-            # Its quoted literals can print '=' or '%'.
-            for row, message in misread_value_problems(text, field.name, hive_style=spec.hive_style,
-                                                       urlencode=spec.urlencode,
-                                                       parsed=_folder_parsed_as_a_value(spec.timestamp)).items():
-                errors.setdefault(row, message)
+            if _MISREAD_CHARACTERS & set(spec.timestamp.output.literals):  # fields print none of them
+                for row, message in misread_value_problems(text, field.name, hive_style=spec.hive_style,
+                                                           urlencode=spec.urlencode,
+                                                           parsed=_folder_parsed_as_a_value(spec.timestamp)).items():
+                    errors.setdefault(row, message)
             if spec.urlencode:
                 text = escape_path_names(text)
             if spec.hive_style:

@@ -186,7 +186,7 @@ def _holds_any(values: pa.Array, chars: bytes) -> bool:
     return any(bytes([c]) in data for c in chars)
 
 
-def _misread(value: str, hive_style: bool, urlencode: bool, parsed: bool = True) -> str | None:
+def _misread(value: str, hive_style: bool, urlencode: bool, parsed: bool) -> str | None:
     if not parsed and not hive_style:
         return None
     if value == DEFAULT_PARTITION_PATH and parsed:
