@@ -376,29 +376,50 @@ def _run_killed(command: list[str], env: dict, mode: str, delay: float, log: lis
     (SIGKILL after `delay`, or a crash after the third commit if the writer gets that far first, so that
     no killed run finishes the writer's work and both writers' last runs still have batches to commit
     beside each other) or clean."""
+    import contextlib
     import signal
     import subprocess
 
-    env = dict(env)
+    env = {**env, "PYTHONFAULTHANDLER": "1"}  # a run that hangs is stopped with SIGABRT: its threads' stacks
     if mode == "sigkill":
         env["INGEST_CRASH_AT"] = "after_commit@3"
     elif mode != "clean":
         env["INGEST_CRASH_AT"] = mode
+    started = time.monotonic()
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                start_new_session=True)
+    err = ""
     try:
         if mode == "sigkill":
             try:
-                process.wait(timeout=delay)
+                err = process.communicate(timeout=delay)[1]  # reading stderr, so a chatty run never blocks on it
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
-        _, err = process.communicate(timeout=600)
+        try:
+            err = process.communicate(timeout=600)[1] or err
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGABRT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=30)
+            os.killpg(process.pid, signal.SIGKILL)  # its JVM too, which holds the stderr pipe
+            err = process.communicate(timeout=60)[1]
+            err = f"hung for {time.monotonic() - started:.0f}s, stopped; its stderr ends:\n{err[-6000:]}"
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
-    log.append((mode, process.returncode, err[-2000:]))
+    log.append((mode, process.returncode, err[-20000:]))
     return process.returncode
+
+
+def _runs(logs: dict[str, list]) -> str:
+    """Each writer's runs for a failure message: mode, exit code, the errors its stderr names, its end."""
+    def errors(err: str) -> str:
+        named = [line.strip()[:400] for line in err.splitlines() if re.search(r"(Error|Exception)\b", line)]
+        return "\n    ".join(dict.fromkeys(named))
+
+    return "\n".join(f"{name} {mode}: exit {code}\n    {errors(err)}\n    ...{err[-600:]}"
+                     for name, runs in logs.items() for mode, code, err in runs)
 
 
 @pytest.mark.slow
@@ -471,10 +492,14 @@ def test_a_stream_and_a_backfill_killed_at_random_points_each_commit_every_batch
 
     def drive(name: str) -> None:
         finished = False
-        for mode, delay in plans[name]:
-            together.wait()
-            if not finished:
-                finished = _run_killed(commands[name], env, mode, delay, logs[name]) == 0 or mode == "clean"
+        try:
+            for mode, delay in plans[name]:
+                together.wait()
+                if not finished:
+                    finished = _run_killed(commands[name], env, mode, delay, logs[name]) == 0 or mode == "clean"
+        except BaseException as e:  # a failure message that says what stopped this writer's runs
+            logs[name].append(("raised", None, repr(e)))
+            together.abort()
 
     threads = [threading.Thread(target=drive, args=(name,), daemon=True) for name in commands]
     for thread in threads:
@@ -482,7 +507,7 @@ def test_a_stream_and_a_backfill_killed_at_random_points_each_commit_every_batch
     for thread in threads:
         thread.join(1200)
     for name in commands:
-        assert logs[name] and logs[name][-1][1] == 0, (name, plans[name], logs[name])
+        assert logs[name] and logs[name][-1][1] == 0, f"{name} did not finish: {plans}\n{_runs(logs)}"
         assert any(code != 0 for _, code, _ in logs[name]), f"{name} was never killed: {logs[name]}"
 
     model = TableModel(event_time=True)
