@@ -705,7 +705,7 @@ def parse(key: Key, value: Any) -> Any:
     Text is accepted for every scalar type, since --set, environment variables and Hudi
     properties are text. Messages never repeat the value of a secret key.
     """
-    shown = REDACTED if key.secret else repr(value)
+    shown = REDACTED if key.secret else to_text(value) if isinstance(value, bool) else repr(value)
     kind = key.type
     if kind is Type.REFUSED:
         raise ValueError(f"is not supported: {key.reason}")
