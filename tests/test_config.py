@@ -202,6 +202,12 @@ ERRORS = [
      f"(columns: {COLUMNS})"),
     ("a bad DDL schema", set_(("source", "schema"), "order_id STRNG"), [],
      "{file}: source.schema: unknown type STRNG in 'order_id STRNG'"),
+    ("a failed batch skipped", set_(("hudi", "hoodie.datasource.write.streaming.ignore.failed.batch"), True), [],
+     "{file}: hudi.hoodie.datasource.write.streaming.ignore.failed.batch: true is not one of false (a skipped "
+     "batch's records would be lost while the stream goes on; ingest stops instead, and a restart writes the "
+     "batch again)"),
+    ("no attempt at a batch", set_(("hudi", "hoodie.datasource.write.streaming.retry.count"), 0), [],
+     "{file}: hudi.hoodie.datasource.write.streaming.retry.count: must be at least 1, got 0"),
 ]
 
 
@@ -391,6 +397,18 @@ def test_nested_field_additions_are_off_unless_set(tmp_path):
     path = write(tmp_path, config)
     with pytest.raises(ConfigError, match=f"{path}: write.nested_field_additions: expected true or false"):
         load_config(path)
+
+
+def test_streaming_retry_settings_reach_the_sink_with_hudis_defaults(tmp_path):
+    """DataSourceWriteOptions.STREAMING_RETRY_CNT (3) and STREAMING_RETRY_INTERVAL_MS (2000), which
+    HoodieStreamingSink.retry reads: attempts in all, and the first pause, doubled after each failure."""
+    default = load_config(write(tmp_path, base(tmp_path))).write.batch_retry
+    assert (default.attempts, default.interval_ms) == (3, 2000)
+    assert [default.pause(n) for n in (1, 2)] == [2.0, 4.0]
+    given = load_config(write(tmp_path, base(tmp_path)), ["hudi.hoodie.datasource.write.streaming.retry.count=5",
+                                                          "hudi.hoodie.datasource.write.streaming.retry.interval.ms=250"])
+    assert (given.write.batch_retry.attempts, given.write.batch_retry.interval_ms) == (5, 250)
+    assert not [w for w in given.warnings if "streaming.retry" in w], given.warnings
 
 
 def test_write_options_refuse_log_inserts_with_the_key_index():

@@ -236,6 +236,18 @@ KEYS: tuple[Key, ...] = (
         "batch ids in the commit metadata, so a replayed micro-batch is recognised and skipped; give each "
         "pipeline writing the same table its own (they take turns, one commit at a time: "
         "`write.lock_wait_seconds`).", default="default_single_writer"),
+    Key("hudi.hoodie.datasource.write.streaming.retry.count", Type.INTEGER, "Attempts at writing a batch "
+        "(stream or backfill) that fails for a reason another attempt can get past: its lease lost to another "
+        "writer while it stalled, a Hudi writer's live write in the way, a storage error. Each attempt "
+        "after the first takes the lease anew and rolls the failed one back; a batch that did commit is "
+        "recognised by its checkpoint and not written again. Bad records and settings fail at once.",
+        default=3, minimum=1),
+    Key("hudi.hoodie.datasource.write.streaming.retry.interval.ms", Type.INTEGER, "Pause before the second "
+        "attempt at a failed batch, doubled before each next one.", default=2000, minimum=0),
+    Key("hudi.hoodie.datasource.write.streaming.ignore.failed.batch", Type.CHOICE, "Go on after a batch "
+        "failed every attempt.", default="false", choices=("false",),
+        reason="a skipped batch's records would be lost while the stream goes on; ingest stops instead, "
+        "and a restart writes the batch again"),
     Key("hudi.hoodie.datasource.write.table.type", Type.CHOICE, "Table type.", default="MERGE_ON_READ",
         choices=("MERGE_ON_READ",), reason="ingest writes Merge-On-Read tables only",
         aliases=("hudi.hoodie.table.type", "hudi.hoodie.datasource.write.storage.type")),

@@ -50,7 +50,14 @@ from ingest.kafka.spec import DecoderSpec, decoder_spec
 from ingest.storage import Storage, within
 from ingest.write.file_group_writer import InsertMode
 from ingest.write.index_bootstrap import refuse_unmergeable_writes
-from ingest.write.options import IndexOptions, IndexType, Operation, SmallFileOptions, WriteOptions
+from ingest.write.options import (
+    BatchRetry,
+    IndexOptions,
+    IndexType,
+    Operation,
+    SmallFileOptions,
+    WriteOptions,
+)
 from ingest.write.plan import index_type_mismatch
 
 RECORD_KEY = "hudi.hoodie.datasource.write.recordkey.field"
@@ -266,6 +273,8 @@ class Resolver:
                 else None,
                 heartbeat=HeartbeatSettings(self.get("hudi.hoodie.client.heartbeat.interval_in_ms"),
                                             self.get("hudi.hoodie.client.heartbeat.tolerable.misses")),
+                batch_retry=BatchRetry(self.get("hudi.hoodie.datasource.write.streaming.retry.count"),
+                                       self.get("hudi.hoodie.datasource.write.streaming.retry.interval.ms")),
             )
             write.keygen  # noqa: B018 - resolves and checks the key generator settings now
             write.table_settings()  # checks the bucket hash fields against the record key

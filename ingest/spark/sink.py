@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import time
 from collections import deque
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -34,7 +35,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
-from ingest.errors import BadRecordError
+from ingest.errors import BadRecordError, ConcurrentWriterError
 from ingest.hudi.avro.avro_names import sanitized_schema
 from ingest.hudi.timeline.commit_metadata import WriteStat
 from ingest.spark import routing
@@ -54,6 +55,10 @@ from ingest.write.plan import WritePlan
 log = logging.getLogger(__name__)
 
 RESULTS_KEPT = 100  # recent batch results a long-running sink keeps for its caller
+# Failures that another writer or the storage causes, which a later attempt can get past: the lease
+# lost while this writer stalled, a Hudi writer's live write in the way, a storage hiccup. Bad
+# records, settings and tables ingest cannot write fail at once: every attempt would fail alike.
+TRANSIENT = (ConcurrentWriterError, OSError)
 RESULT_SCHEMA = StructType.fromJson({"type": "struct", "fields": [
     {"name": "result", "type": "string", "nullable": False, "metadata": {}},
 ]})
@@ -484,16 +489,33 @@ class HudiSink:
 
     def _write(self, df: DataFrame, batch: BatchId | None, label: str,
                extra: Mapping[str, str] | None = None) -> batch_mod.CommitResult:
+        """One commit under the lease; a batch with a checkpoint id that fails for a reason another
+        attempt can get past is written again (`BatchRetry`), the lease given up in between."""
         if self.options.invalid_name_mask is not None:
             df = sanitized_frame(df, self.options.invalid_name_mask)
-        lock = self._lease()
-        try:
-            return self._commit(df, batch, label, extra, lock)
-        finally:
-            self.close()  # the next commit, this writer's or another's, takes the lease anew
+        retry = self.options.batch_retry
+        failures = 0
+        while True:
+            lock = self._lease()
+            try:
+                try:
+                    result = self._attempt(df, batch, label, extra, lock)
+                except TRANSIENT as error:
+                    failures += 1
+                    if batch is None or failures >= retry.attempts:
+                        raise
+                    pause = retry.pause(failures)
+                    log.warning("batch %s failed (attempt %d of %d), writing it again in %.1fs: %s",
+                                label, failures, retry.attempts, pause, error)
+                else:
+                    self._committed(result, batch)  # under the lease: inline services run in it
+                    return result
+            finally:
+                self.close()  # the next commit, this writer's or another's, takes the lease anew
+            time.sleep(pause)
 
-    def _commit(self, df: DataFrame, batch: BatchId | None, label: str, extra: Mapping[str, str] | None,
-                lock: WriterLock) -> batch_mod.CommitResult:
+    def _attempt(self, df: DataFrame, batch: BatchId | None, label: str, extra: Mapping[str, str] | None,
+                 lock: WriterLock) -> batch_mod.CommitResult:
         while True:
             engine = self._engine(df, label)
             try:
@@ -510,11 +532,13 @@ class HudiSink:
                 self.exact_routes = True
         self.row_bytes = engine.row_bytes
         self.task_peaks = engine.task_peaks
+        return result
+
+    def _committed(self, result: batch_mod.CommitResult, batch: BatchId | None) -> None:
         log.info(result.log_line(batch))
         self.results.append(result)
         if self.after_commit is not None and result.instant is not None:
             self.after_commit(result)
-        return result
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         self._write(df, BatchId(self.options.checkpoint_id, int(batch_id)), str(batch_id))

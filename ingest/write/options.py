@@ -36,6 +36,8 @@ TABLE_NAME = "hoodie.table.name"
 DATABASE_NAME = "hoodie.database.name"
 IS_DELETED = "_hoodie_is_deleted"
 WRITE_TABLE_VERSION = "hoodie.write.table.version"
+STREAMING_RETRY_COUNT = "hoodie.datasource.write.streaming.retry.count"
+STREAMING_RETRY_INTERVAL = "hoodie.datasource.write.streaming.retry.interval.ms"
 
 
 class Operation(str, Enum):
@@ -83,6 +85,28 @@ class IndexOptions:
 
 
 @dataclass(frozen=True)
+class BatchRetry:
+    """How often a failed micro-batch is written again, as Hudi's streaming sink does it
+    (`HoodieStreamingSink.retry`): `attempts` in all (`hoodie.datasource.write.streaming.retry.count`),
+    the first pause `interval_ms` (`...streaming.retry.interval.ms`), doubled after each failure.
+    Only a batch with a checkpoint id is retried, so an attempt that did commit is recognised and
+    skipped rather than written twice."""
+
+    attempts: int = 3
+    interval_ms: int = 2000
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1:
+            raise ConfigError(f"must be at least 1, got {self.attempts}", key=STREAMING_RETRY_COUNT)
+        if self.interval_ms < 0:
+            raise ConfigError(f"must be at least 0, got {self.interval_ms}", key=STREAMING_RETRY_INTERVAL)
+
+    def pause(self, failures: int) -> float:
+        """Seconds to wait after the `failures`-th failed attempt."""
+        return self.interval_ms / 1000.0 * 2 ** (failures - 1)
+
+
+@dataclass(frozen=True)
 class SmallFileOptions:
     """Hudi's insert sizing for indexes that cannot index log files (`UpsertPartitioner`,
     `SparkUpsertDeltaCommitPartitioner`), with Hudi 0.14/0.15's defaults.
@@ -126,6 +150,7 @@ class WriteOptions:
     # Column names Avro refuses are renamed with this mask (HoodieStreamer's sanitizing); None refuses them.
     invalid_name_mask: str | None = None
     heartbeat: HeartbeatSettings = HeartbeatSettings()  # of each instant in flight (`ingest.hudi.timeline.heartbeat`)
+    batch_retry: BatchRetry = BatchRetry()  # the sink's retries of a failed micro-batch
     # Fields added to nested records are accepted (`avro.evolve`): hudi-rs cannot read the older log blocks.
     nested_field_additions: bool = False
     # The version of the existing table these options write (`for_table`); None before it is known.

@@ -1,0 +1,121 @@
+"""A failed micro-batch written again, as Hudi's streaming sink retries one (`HoodieStreamingSink.addBatch`
+wraps `HoodieSparkSqlWriter.write` in `retry(retryCnt, retryIntervalMs)`: `hoodie.datasource.write.
+streaming.retry.count` attempts in all, the pause doubled after each failure; `canSkipBatch` skips a batch
+the timeline already holds). Here a writer that stalls past its lease loses it to another writer, which
+rolls the stalled write back and commits its own; the stalled writer stops before committing and
+writes the batch again under a new lease."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+import pyarrow as pa
+import pytest
+from test_table_semantics import HUDI_SETTINGS, check_hudi_rs
+
+from ingest.errors import ConcurrentWriterError, IngestError
+from ingest.hudi.table.snapshot import read_snapshot
+from ingest.hudi.table.table import HudiTable
+from ingest.hudi.timeline.commit_metadata import CommitMetadata
+from ingest.hudi.timeline.instant import Action
+from ingest.hudi.timeline.timeline import read_instant
+from ingest.spark.sink import HudiSink
+from ingest.write import lock as lock_mod
+from ingest.write.batch import LocalWriter
+from ingest.write.commit import SINK_CHECKPOINT_KEY
+from ingest.write.options import BatchRetry, IndexOptions, IndexType, WriteOptions
+
+EXPIRY = 1.0  # seconds a lease outlives its last heartbeat
+
+
+def options(path, checkpoint_id: str, attempts: int) -> WriteOptions:
+    return WriteOptions(table_path=str(path), table_name="trips", hudi=HUDI_SETTINGS,
+                        index=IndexOptions(type=IndexType.BUCKET, bucket_count=2), checkpoint_id=checkpoint_id,
+                        lock_expiry_seconds=EXPIRY, lock_wait_seconds=30,
+                        batch_retry=BatchRetry(attempts=attempts, interval_ms=200))
+
+
+def trips(keys: list[str], ts: int, city: str = "sf") -> pa.Table:
+    return pa.table({"uuid": keys, "city": [city] * len(keys), "ts": pa.array([ts] * len(keys), pa.int64()),
+                     "fare": pa.array([float(ts)] * len(keys))})
+
+
+@pytest.fixture
+def stall_once(monkeypatch):
+    """The sink's first check of its lease before a commit comes after a stall longer than the lease's
+    expiry (its heartbeat stopped, as in a long pause of the process), in which another writer took the
+    lease and committed `rival` rows (once armed with them); the check then finds the lease lost
+    (`WriterLock.check`)."""
+    check = lock_mod.WriterLock.check
+    state = {"stalls": 0, "rival": None}
+
+    def stalled_check(self):
+        if state["rival"] is not None and state["stalls"] == 0:
+            state["stalls"] += 1
+            self._stop.set()
+            self._thread.join()
+            time.sleep(EXPIRY + 0.3)
+            path, rows = state["rival"]
+            state["rival_result"] = LocalWriter(options(path, "rival", 1)).write(rows)
+        return check(self)
+
+    monkeypatch.setattr(lock_mod.WriterLock, "check", stalled_check)
+    return state
+
+
+def committed_batches(table: HudiTable) -> list[tuple[str, str]]:
+    out = []
+    for instant in table.timeline().completed(Action.DELTA_COMMIT):
+        extra = CommitMetadata.from_bytes(read_instant(table.storage, instant)).extra_metadata
+        out += [(who, str(batch)) for who, batch in json.loads(extra.get(SINK_CHECKPOINT_KEY, "{}")).items()]
+    return out
+
+
+def test_a_batch_whose_lease_was_lost_is_written_again_and_committed_once(spark, tmp_path, stall_once, caplog):
+    """The rival's write and the retried batch both land, each once; the stalled attempt's instant is
+    rolled back (`BaseRollbackActionExecutor`), so Hudi's readers and hudi-rs see no trace of it."""
+    path = tmp_path / "table"
+    LocalWriter(options(path, "stream", 1)).write(trips(["a", "b"], 1))
+    stall_once["rival"] = (path, trips(["b", "r"], 5))
+    caplog.set_level(logging.WARNING, logger="ingest.spark.sink")
+    with HudiSink(options(path, "stream", 3), spark=spark) as sink:
+        sink(spark.createDataFrame(trips(["a", "c"], 3)), 7)
+    assert stall_once["stalls"] == 1 and stall_once["rival_result"].instant is not None
+    assert [r.getMessage() for r in caplog.records if "writing it again" in r.getMessage()][0].startswith(
+        "batch 7 failed (attempt 1 of 3), writing it again in 0.2s:")
+    assert "lost its lease" in caplog.text
+
+    table = HudiTable.open(str(path))
+    rows = {(r["uuid"], r["ts"]) for r in read_snapshot(table).to_pylist()}
+    assert rows == {("a", 3), ("b", 5), ("c", 3), ("r", 5)}
+    assert committed_batches(table) == [("stream", "7")]
+    timeline = table.timeline()
+    assert len(timeline.completed(Action.ROLLBACK)) == 1 and not timeline.pending()
+    check_hudi_rs(str(path), table)
+
+
+def test_with_one_attempt_a_lost_lease_fails_the_batch_and_nothing_of_it_is_committed(spark, tmp_path, stall_once):
+    path = tmp_path / "table"
+    LocalWriter(options(path, "stream", 1)).write(trips(["a"], 1))
+    stall_once["rival"] = (path, trips(["r"], 5))
+    with HudiSink(options(path, "stream", 1), spark=spark) as sink:
+        with pytest.raises(ConcurrentWriterError, match="lost its lease"):
+            sink(spark.createDataFrame(trips(["a", "c"], 3)), 7)
+    table = HudiTable.open(str(path))
+    assert {(r["uuid"], r["ts"]) for r in read_snapshot(table).to_pylist()} == {("a", 1), ("r", 5)}
+    assert ("stream", "7") not in committed_batches(table)
+
+
+def test_a_bad_record_fails_the_batch_at_the_first_attempt(spark, tmp_path, caplog):
+    """Another attempt would fail alike: the batch fails at once, naming the record."""
+    path = tmp_path / "table"
+    caplog.set_level(logging.WARNING, logger="ingest.spark.sink")
+    bad = pa.table({"uuid": pa.array(["a", None]), "city": ["sf", "sf"], "ts": pa.array([1, 2], pa.int64()),
+                    "fare": [1.0, 2.0]})
+    with HudiSink(options(path, "stream", 3), spark=spark) as sink:
+        with pytest.raises(IngestError, match=r'writing batch 0 into .*recordKey value: "null" for field: "uuid" '
+                                              r'cannot be null or empty'):
+            sink(spark.createDataFrame(bad), 0)
+    assert "writing it again" not in caplog.text
