@@ -16,7 +16,7 @@ from ingest.hudi.table.table import HudiTable
 from ingest.hudi.timeline import heartbeat
 from ingest.hudi.timeline.heartbeat import HeartbeatSettings
 from ingest.hudi.timeline.instant import Action, State
-from ingest.write.commit import abort, begin
+from ingest.write.commit import abort, begin, complete_transaction
 
 FIXTURE = "v6_trips_8i1u"
 HUDI_INFLIGHT = "20250331030645735.deltacommit.inflight"  # written by Hudi's Spark writer
@@ -93,6 +93,34 @@ def test_our_instant_keeps_a_hudi_heartbeat_while_in_flight(hudi_table_copy):
     finally:
         abort(txn)
     assert not beat.exists(), "deleted once the instant is rolled back"
+
+
+@pytest.mark.parametrize("lazy", [True, False], ids=["lazy", "eager"])
+def test_a_commit_whose_own_heartbeat_expired_is_aborted_under_lazy_cleaning(hudi_table_copy, lazy):
+    """HeartbeatUtils.abortIfHeartbeatExpired, called by BaseHoodieWriteClient.commitStats before the
+    commit: under LAZY failed-writes cleaning, a writer whose last beat is older than interval x tolerable
+    misses (HoodieHeartbeatClient.isHeartbeatExpired) aborts, since another writer may be rolling the
+    instant back; and its refresher stops rather than make that instant look live again. Under EAGER
+    cleaning no other writer goes by heartbeats, and the commit completes."""
+    table_dir = hudi_table_copy(FIXTURE)
+    table = HudiTable.open(str(table_dir))
+    txn = begin(table, table.schema(), "upsert", heartbeat_settings=HeartbeatSettings(interval_ms=1000), lazy=lazy)
+    try:
+        txn.heartbeat.last_beat -= 2.5  # the process stalled: the beats due since were never made
+        seen = heartbeat.last_heartbeat_time(table.storage, txn.instant_time)
+        time.sleep(2.2)  # the refresher woke twice, found it too late, and stopped
+        assert heartbeat.last_heartbeat_time(table.storage, txn.instant_time) == seen, "no beat after the expiry"
+        assert heartbeat.expires_in(table.storage, txn.instant_time, txn.heartbeat.settings) <= 0
+        if lazy:
+            with pytest.raises(ConcurrentWriterError, match=rf"heartbeat for instant {txn.instant_time} has "
+                                                            r"expired \(last heartbeat [45]s ago, 2s allowed\)"):
+                complete_transaction(txn, [])
+            assert table.timeline().get(txn.instant_time).state is State.INFLIGHT
+        else:
+            assert complete_transaction(txn, []).state is State.COMPLETED
+    finally:
+        if table.timeline().get(txn.instant_time).state is not State.COMPLETED:
+            abort(txn)
 
 
 def test_the_rollback_command_refuses_a_hudi_instant_with_a_live_heartbeat(hudi_table_copy, capsys):

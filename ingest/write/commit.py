@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -70,6 +71,7 @@ class Transaction:
     rolled_back: tuple[str, ...] = ()
     existing_partitions: frozenset[str] = field(default=frozenset())
     heartbeat: InstantHeartbeat | None = None
+    lazy: bool = False  # LAZY failed-writes cleaning: other writers roll back instants whose heartbeat expired
 
     @property
     def instant_time(self) -> str:
@@ -222,6 +224,7 @@ def begin(
         rolled_back=rolled,
         existing_partitions=frozenset(view.partitions),
         heartbeat=beat,
+        lazy=lazy,
     )
 
 
@@ -258,6 +261,7 @@ def complete_transaction(
     planned_sizes: Mapping[str, int] | None = None,
 ) -> Instant:
     """Publish the commit: after this returns, every reader sees the instant's data."""
+    abort_if_heartbeat_expired(txn)
     storage = txn.table.storage
     removed = reconcile(txn, stats, extra_files, planned_sizes)
     if removed:
@@ -285,6 +289,18 @@ def complete_transaction(
     markers.delete_all(storage, txn.instant_time)
     release(txn)
     return done
+
+
+def abort_if_heartbeat_expired(txn: Transaction) -> None:
+    """`HeartbeatUtils.abortIfHeartbeatExpired`, which `BaseHoodieWriteClient.commitStats` calls before
+    committing: under LAZY cleaning an instant whose heartbeat expired may be being rolled back by another
+    writer (`getInstantsToRollback` takes it for failed), so committing it could publish deleted files."""
+    beat = txn.heartbeat
+    if txn.lazy and beat is not None and beat.expired():
+        raise ConcurrentWriterError(
+            f"{txn.table.base_url}: heartbeat for instant {txn.instant_time} has expired (last heartbeat "
+            f"{time.time() - beat.last_beat:.0f}s ago, {beat.settings.max_allowable_s:.0f}s allowed): another "
+            "writer may be rolling it back; not committing")
 
 
 def release(txn: Transaction) -> None:

@@ -53,17 +53,29 @@ def delete(storage: Storage, instant: str) -> None:
 
 
 class InstantHeartbeat:
-    """The heartbeat of one instant this process holds in flight."""
+    """The heartbeat of one instant this process holds in flight.
+
+    `HoodieHeartbeatClient` keeps the time of its last beat: once that is older than the tolerable
+    misses allow (the process stalled, or the storage refused the beats), another writer may already
+    be rolling the instant back. Then the refresher stops for good, so the file stays expired (no
+    resurrected heartbeat), and `expired` tells the commit to abort (`HeartbeatUtils.
+    abortIfHeartbeatExpired`)."""
 
     def __init__(self, storage: Storage, instant: str, settings: HeartbeatSettings):
         self.storage = storage
         self.instant = instant
         self.settings = settings
+        self.last_beat = 0.0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def beat(self) -> None:
         self.storage.touch(path(self.instant))  # a new modification time, as `HoodieHeartbeatClient` beats
+        self.last_beat = time.time()
+
+    def expired(self, now: float | None = None) -> bool:
+        """The last beat is older than interval x tolerable misses (`HoodieHeartbeatClient.isHeartbeatExpired`)."""
+        return (time.time() if now is None else now) - self.last_beat > self.settings.max_allowable_s
 
     def start(self) -> InstantHeartbeat:
         self.beat()  # the first one before the instant exists, as HoodieHeartbeatClient.start does
@@ -73,6 +85,8 @@ class InstantHeartbeat:
 
     def _run(self) -> None:
         while not self._stop.wait(self.settings.interval_ms / 1000.0):
+            if self.expired():
+                return  # too late: never make an instant another writer may be rolling back look live
             try:
                 self.beat()
             except OSError:
