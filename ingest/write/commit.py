@@ -44,6 +44,7 @@ from ingest.hudi.timeline.timeline import (
 )
 from ingest.index import key_state as ks
 from ingest.storage import Storage
+from ingest.write.file_group_writer import cut_back
 
 log = logging.getLogger(__name__)
 
@@ -244,8 +245,9 @@ def reconcile(txn: Transaction, stats: Iterable[WriteStat], extra_files: Iterabl
         if path in kept or not storage.exists(path):
             continue
         if path in planned_sizes:
-            if storage.can_append and storage.size(path) > planned_sizes[path]:
-                storage.truncate(path, planned_sizes[path])
+            current = storage.size(path) if storage.can_append else 0
+            if current > planned_sizes[path]:
+                cut_back(storage, path, planned_sizes[path], current, txn.instant_time)
                 removed.append(path)
             continue
         storage.delete(path)

@@ -34,12 +34,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ingest.errors import ConcurrentWriterError
 from ingest.hudi.avro import avro_encoder
 from ingest.hudi.avro import schema as avro
 from ingest.hudi.log.data_block import DATA_BLOCK_VERSION, data_block_header
 from ingest.hudi.log.delete_block import NO_ORDERING_VALUE, DeleteRecord, delete_block
 from ingest.hudi.log.log_block import BlockType, block_parts, encode_log_block
-from ingest.hudi.log.log_reader import corrupt_block_instant, ends_in_whole_block, iter_log_blocks
+from ingest.hudi.log.log_reader import (
+    corrupt_block_instant,
+    ends_in_whole_block,
+    instants_between,
+    iter_log_blocks,
+)
 from ingest.hudi.merge.precombine import KEY, PARTITION
 from ingest.hudi.parquet.base_file import (
     BaseFileOptions,
@@ -413,6 +419,20 @@ def _report_torn_tail(ctx: WriteContext, path: str, size: int) -> None:
                 last.corrupt_reason)
 
 
+def cut_back(storage: Storage, path: str, planned: int, current: int, instant: str) -> None:
+    """Cut a log file back to the size this instant's plan recorded, removing what an earlier attempt
+    of this instant's task appended past it. Only blocks of this instant are cut: whole blocks of
+    another instant there mean another writer appended after this one lost its lease (its Spark tasks
+    still running while its driver stalled), and cutting them would lose that writer's commits."""
+    others = sorted(instants_between(storage, path, planned, current) - {instant})
+    if others:
+        raise ConcurrentWriterError(
+            f"{storage.url(path)} holds blocks of instant(s) {', '.join(others)} past the {planned} bytes "
+            f"that instant {instant} planned to append after: another writer appended to it, so this write "
+            "lost its lease; not cutting them off")
+    storage.truncate(path, planned)
+
+
 def _write_log(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Table, deletes: pa.Table,
                contents: list[list[memoryview | bytes]], task: TaskIdentity, started: float) -> WriteStat:
     storage = ctx.storage
@@ -436,7 +456,7 @@ def _write_log(ctx: WriteContext, target: FileGroupTarget, upserts: pa.Table, de
         if current >= target.latest_log_size:
             markers.create(storage, ctx.instant, target.partition_path, target.latest_log, markers.IOType.APPEND)
             if current > target.latest_log_size:
-                storage.truncate(path, target.latest_log_size)
+                cut_back(storage, path, target.latest_log_size, current, ctx.instant)
             size = storage.append(path, data)
             name, offset, appended = target.latest_log, target.latest_log_size, True
     if not appended:
