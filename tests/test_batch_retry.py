@@ -16,6 +16,7 @@ import pytest
 from test_table_semantics import HUDI_SETTINGS, check_hudi_rs
 
 from ingest.errors import ConcurrentWriterError, IngestError
+from ingest.hudi.log.log_reader import read_log_file
 from ingest.hudi.table.snapshot import read_snapshot
 from ingest.hudi.table.table import HudiTable
 from ingest.hudi.timeline.commit_metadata import CommitMetadata
@@ -119,3 +120,54 @@ def test_a_bad_record_fails_the_batch_at_the_first_attempt(spark, tmp_path, capl
                                               r'cannot be null or empty'):
             sink(spark.createDataFrame(bad), 0)
     assert "writing it again" not in caplog.text
+
+
+def test_tasks_that_find_their_instant_rolled_back_write_nothing_and_the_batch_is_written_again(
+        spark, tmp_path, monkeypatch, caplog):
+    """The stall comes after the plan and before the Spark job: the rival rolls the instant back before the
+    write tasks run. Each task checks its instant first (`ingest.write.fence`) and writes nothing; the
+    failed job counts as a lost lease, and the batch is written again under a new instant."""
+    from ingest.write import batch as batch_mod
+
+    path = tmp_path / "table"
+    LocalWriter(options(path, "stream", 1)).write(trips(["a", "b"], 1))
+    ensure = batch_mod.index_bootstrap.ensure
+    state: dict = {}
+
+    def stalled_before_the_job(*args, **kwargs):
+        out = ensure(*args, **kwargs)
+        if not state.get("stalled"):  # once: the rival's own write comes through here too
+            state["stalled"] = True
+            lease = state["sink"].lock
+            lease._stop.set()  # the heartbeat stops with the stalled process
+            lease._thread.join()
+            time.sleep(EXPIRY + 0.3)
+            state["rival"] = LocalWriter(options(path, "rival", 1)).write(trips(["b", "r"], 5))
+        return out
+
+    monkeypatch.setattr(batch_mod.index_bootstrap, "ensure", stalled_before_the_job)
+    caplog.set_level(logging.WARNING, logger="ingest.spark.sink")
+    with HudiSink(options(path, "stream", 3), spark=spark) as sink:
+        state["sink"] = sink
+        sink(spark.createDataFrame(trips(["a", "c"], 3)), 7)
+    table = HudiTable.open(str(path))
+    timeline = table.timeline()
+    (rollback,) = timeline.completed(Action.ROLLBACK)
+    (stalled,) = read_rollback_targets(table, rollback)
+    data = [f for f in path.rglob("*") if f.is_file() and ".hoodie" not in f.relative_to(path).parts]
+    assert not [f for f in data if stalled in f.name], "files of the stalled instant"
+    blocks = [(b.instant_time, b.target_instant_time) for f in data if ".log." in f.name
+              for b in read_log_file(table.storage, str(f.relative_to(path)))]
+    assert not [b for b in blocks if b[0] == stalled], "blocks of the stalled instant"
+    retried = [r.getMessage() for r in caplog.records if "writing it again" in r.getMessage()]
+    assert len(retried) == 1 and "was rolled back while its tasks ran" in retried[0], retried
+    rows = {(r["uuid"], r["ts"]) for r in read_snapshot(table).to_pylist()}
+    assert rows == {("a", 3), ("b", 5), ("c", 3), ("r", 5)}
+    assert committed_batches(table) == [("stream", "7")] and not timeline.pending()
+    check_hudi_rs(str(path), table)
+
+
+def read_rollback_targets(table: HudiTable, rollback) -> list[str]:
+    from ingest.hudi.avro import avro_models
+
+    return avro_models.deserialize(read_instant(table.storage, rollback), avro_models.ROLLBACK_METADATA)["commitsRollback"]

@@ -617,36 +617,3 @@ def test_the_index_manifest_covers_writes_by_name_and_reads_older_manifests_by_t
     table.storage.write(ib.MANIFEST, json.dumps(older).encode())
     assert ib.Manifest.read(table).known is None
     assert not ib.ensure(table, table.timeline(), w.writer.options, None)
-
-
-def test_tasks_of_a_writer_that_lost_its_lease_never_cut_another_writers_blocks(table_dir):
-    """A writer plans its append to a log file, then stalls past its lease while its tasks are still to
-    run; another writer takes the lease, rolls the stalled write back and commits blocks appended to the
-    same log file. When the stalled writer's task runs, the file is longer than its plan says: the bytes
-    past the plan are not an earlier attempt of its own (`HoodieLogFormatWriter` only ever appends; the
-    rollback of a failed append is a command block, `HoodieLogFormat`'s ROLLBACK_BLOCK), so the task
-    refuses instead of cutting the other writer's committed blocks off."""
-    from ingest.write.batch import LocalEngine, incoming_avro_schema, open_for_write
-    from ingest.write.commit import begin
-    from ingest.write.plan import build_plan
-
-    LocalWriter(opts(table_dir)).write(rows(("a", "p", 1, "x")))
-    stalled = rows(("a", "p", 2, "stalled"))
-    options = opts(table_dir)
-    table, options = open_for_write(options, stalled.schema)
-    engine = LocalEngine()
-    prepared = engine.prepare(stalled, options, "ts")
-    txn = begin(table, incoming_avro_schema(stalled.schema, "t"), "upsert", heartbeat_settings=options.heartbeat)
-    plan = build_plan(txn, options)
-    (log_file,) = [p for p in table_dir.rglob(".*.log.*")]
-    planned = log_file.stat().st_size
-
-    LocalWriter(opts(table_dir)).write(rows(("a", "p", 3, "y"), ("b", "p", 3, "y")))  # rolls the stalled write back
-    grown = log_file.read_bytes()
-    assert len(grown) > planned and snapshot(table_dir) == {("a", "p", 3, "y"), ("b", "p", 3, "y")}
-
-    with pytest.raises(ConcurrentWriterError, match=rf"holds blocks of instant\(s\) \d{{17}} past the {planned} bytes "
-                                                    rf"that instant {txn.instant_time} planned to append after"):
-        engine.run(plan, prepared)
-    assert log_file.read_bytes() == grown
-    assert snapshot(table_dir) == {("a", "p", 3, "y"), ("b", "p", 3, "y")}

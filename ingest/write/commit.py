@@ -44,6 +44,7 @@ from ingest.hudi.timeline.timeline import (
 )
 from ingest.index import key_state as ks
 from ingest.storage import Storage
+from ingest.write import fence
 from ingest.write.file_group_writer import cut_back
 
 log = logging.getLogger(__name__)
@@ -265,6 +266,9 @@ def complete_transaction(
     """Publish the commit: after this returns, every reader sees the instant's data."""
     abort_if_heartbeat_expired(txn)
     storage = txn.table.storage
+    # A writer stalled past its lease may find its instant rolled back by the writer that took it over:
+    # completing it then would publish files that rollback deleted (`ingest.write.fence`).
+    fence.check(storage, txn.timeline.layout, txn.instant_time)
     removed = reconcile(txn, stats, extra_files, planned_sizes)
     if removed:
         log.info("removed %d files of failed task attempts: %s", len(removed), removed[:5])

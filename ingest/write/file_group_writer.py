@@ -15,7 +15,9 @@ the bytes this commit added.
 
 A retried task may find bytes an earlier attempt of the same task appended past the size the driver
 planned: they belong to this instant and this task only, so the file is cut back to the planned size
-before appending again, and the file ends up exactly as one successful attempt writes it.
+before appending again, and the file ends up exactly as one successful attempt writes it. Bytes of
+another instant there are another writer's, appended after this instant lost its lease: never cut
+(`cut_back`); the task's own writes for an instant rolled back meanwhile are taken back by `fence`.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ from ingest.hudi.parquet.encodings import dictionary_choice, settled_by
 from ingest.hudi.table import markers
 from ingest.hudi.table.file_names import BaseFileName, LogFileName, make_write_token
 from ingest.hudi.timeline.commit_metadata import NULL_COMMIT, RuntimeStats, WriteStat
+from ingest.hudi.timeline.timeline_layout import LAYOUT_1, TimelineLayout
 from ingest.storage import Storage, data_size
 from ingest.write.merge_order import merge_order
 
@@ -121,6 +124,7 @@ class WriteContext:
     base_file_options: BaseFileOptions = BaseFileOptions()
     completed: Container[str] = frozenset()  # completed write instants when the commit was planned
     log_marker: markers.IOType = markers.IOType.APPEND  # of a new log file (`TableVersion.log_marker`)
+    timeline_layout: TimelineLayout = LAYOUT_1  # where tasks look for a rollback of their instant (`fence`)
 
     @functools.cached_property
     def schema_json(self) -> str:

@@ -188,6 +188,7 @@ def build_plan(txn: Transaction, options: WriteOptions) -> WritePlan:
         base_file_options=BaseFileOptions(compression=options.parquet_compression),
         completed=completed,
         log_marker=markers.IOType(txn.table.version.log_marker),
+        timeline_layout=timeline.layout,
     )
     return WritePlan(
         write=write,

@@ -35,6 +35,7 @@ from ingest.hudi.merge import precombine as pcb
 from ingest.hudi.parquet.base_file import read_base_file
 from ingest.hudi.timeline.commit_metadata import WriteStat
 from ingest.index import key_state as ks
+from ingest.write import fence
 from ingest.write.file_group_writer import IS_UPDATE, TaskIdentity, write_file_groups, writes_base_file
 from ingest.write.plan import WritePlan
 from ingest.write.resolve import DELETED_IN, FILE_ID, join_rows, resolve, state_changes
@@ -326,8 +327,25 @@ def refuse_pending_clustering(plan: WritePlan, partitions: Iterable[str | None],
             "Hudi, then write again)")
 
 
+def _check_live(plan: WritePlan) -> None:
+    fence.check(plan.storage, plan.write.timeline_layout, plan.instant)
+
+
+def _fenced(plan: WritePlan, result: TaskResult) -> TaskResult:
+    """`result` once the instant is known to be live after the task's writes; else they are taken back."""
+    fence.take_back_if_rolled_back(plan.storage, plan.write.timeline_layout, plan.instant, result.stats,
+                                   result.segments)
+    return result
+
+
 def bucket_task(plan: WritePlan, records: pa.Table, task: TaskIdentity) -> TaskResult:
-    """Everything for the buckets routed to this task, in every partition: one key-state shard per bucket."""
+    """Everything for the buckets routed to this task, in every partition: one key-state shard per bucket.
+    Fenced (`ingest.write.fence`): nothing is written for, or left of, an instant rolled back meanwhile."""
+    _check_live(plan)
+    return _fenced(plan, _bucket_writes(plan, records, task))
+
+
+def _bucket_writes(plan: WritePlan, records: pa.Table, task: TaskIdentity) -> TaskResult:
     store = plan.key_state()
     results = []
     writes = []
@@ -539,13 +557,15 @@ def assign(tagged: pa.Table, buckets: Mapping[str, tuple[tuple[str, int], ...]])
 
 def write_groups(plan: WritePlan, tagged: pa.Table, task: TaskIdentity) -> TaskResult:
     """Write every file group's upserts and deletes (rows routed here by file group); segment rows
-    (`place_and_index`) are handed on in the result."""
+    (`place_and_index`) are handed on in the result, and taken back with the files if the instant
+    was rolled back meanwhile (`ingest.write.fence`)."""
+    _check_live(plan)
     kinds = tagged.column(KIND)
     segments = tagged.column(FILE_ID).filter(pc.equal(kinds, SEGMENT)).to_pylist()
     written = np.flatnonzero(np.asarray(pc.is_in(kinds, pa.array([UPSERT, DELETE])).to_numpy(
         zero_copy_only=False), dtype=bool))
     stats = write_file_groups(plan.write, _file_group_writes(plan, tagged, written), task)
-    return TaskResult(tuple(stats), tuple(segments), {})
+    return _fenced(plan, TaskResult(tuple(stats), tuple(segments), {}))
 
 
 def _file_group_writes(plan: WritePlan, tagged: pa.Table, written: np.ndarray) -> Iterator[tuple]:
@@ -605,6 +625,7 @@ def place_and_index(plan: WritePlan, tagged: pa.Table, buckets: Mapping[str, tup
     (`assign`), the shards' state written (`write_state`), and out go the upserts and deletes plus a
     row per segment written. The rows are already in this task, in shard order, so the state costs
     no pass of its own; a retried task writes the same segments under the same names."""
+    _check_live(plan)
     assigned = assign(tagged, buckets)
     rows = _where(assigned, pc.is_in(assigned.column(KIND), pa.array([UPSERT, DELETE])))
     if plan.clustering:

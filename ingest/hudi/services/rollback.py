@@ -299,6 +299,17 @@ def rolled_back_time(storage: Storage, instant: Instant, layout: TimelineLayout 
     return rolled[0] if rolled else None
 
 
+def rollback_of(storage: Storage, timeline: Timeline, timestamp: str) -> Instant | None:
+    """The rollback, pending or completed, that rolls back instant `timestamp`. Only a rollback requested
+    after it can: a rollback's time is new when it is planned (`BaseHoodieTableServiceClient.rollback`
+    takes `createNewInstantTime()`), so only those few plans are read."""
+    for instant in timeline.instants:
+        if instant.action is Action.ROLLBACK and instant.timestamp > timestamp \
+                and rolled_back_time(storage, instant, timeline.layout) == timestamp:
+            return instant
+    return None
+
+
 def resume(storage: Storage, timeline: Timeline, pending_rollback: Instant) -> Instant:
     """Finish a rollback that a crash interrupted, from its recorded plan."""
     started = time.monotonic()
