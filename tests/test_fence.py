@@ -107,7 +107,7 @@ def test_a_task_writes_nothing_for_an_instant_rolled_back_before_it_ran(table_di
     rival(table_dir, version, rows(("b", "q", 3, "y")), index)
     before = data_files(table_dir)
 
-    with pytest.raises(fence.InstantRolledBack, match=rf"instant {stalled.txn.instant_time} was rolled back while "
+    with pytest.raises(fence.InstantRolledBackError, match=rf"instant {stalled.txn.instant_time} was rolled back while "
                                                       r"its tasks ran: rollback \d{17} \(completed\) names it; writing nothing"):
         LocalEngine().run(stalled.plan, stalled.prepared)
     assert data_files(table_dir) == before
@@ -135,7 +135,7 @@ def test_tasks_take_back_what_they_wrote_for_an_instant_rolled_back_while_they_r
         assert stray_blocks_read_once_archived(table_dir, instant)
 
     for result in (task1, task2):
-        with pytest.raises(fence.InstantRolledBack, match="the files this task wrote are taken back"):
+        with pytest.raises(fence.InstantRolledBackError, match="the files this task wrote are taken back"):
             tasks._fenced(stalled.plan, result)
     assert data_files(table_dir) == after_rollback
     assert not stray_blocks_read_once_archived(table_dir, instant)
@@ -159,7 +159,7 @@ def test_blocks_another_writer_appended_after_are_rolled_back_in_place(table_dir
     assert [b.instant_time for b in read_log_file(HudiTable.open(str(table_dir)).storage, log_path)][-2] == instant
     assert stray_blocks_read_once_archived(table_dir, instant)
 
-    with pytest.raises(fence.InstantRolledBack):
+    with pytest.raises(fence.InstantRolledBackError):
         tasks._fenced(stalled.plan, written)
     last = read_log_file(HudiTable.open(str(table_dir)).storage, log_path)[-1]
     assert last.block_type is BlockType.COMMAND

@@ -38,24 +38,11 @@ from ingest.storage import Storage
 
 log = logging.getLogger(__name__)
 
-# In every message, so the driver knows the error again after it crossed Spark's task boundary.
 FENCED = "was rolled back while its tasks ran"
 
 
-class InstantRolledBack(ConcurrentWriterError):
+class InstantRolledBackError(ConcurrentWriterError):
     """The instant a task writes for was rolled back by another writer."""
-
-
-def is_fenced(error: BaseException) -> bool:
-    return FENCED in str(error)
-
-
-def fenced_reason(error: BaseException) -> str:
-    """The task's own message out of a Spark error that carries its traceback."""
-    for line in str(error).splitlines():
-        if FENCED in line:
-            return line.split(f"{InstantRolledBack.__name__}: ", 1)[-1].strip()
-    return str(error)
 
 
 def rolled_back(storage: Storage, layout: TimelineLayout, instant: str) -> tuple[str | None, str | None]:
@@ -76,7 +63,7 @@ def check(storage: Storage, layout: TimelineLayout, instant: str) -> None:
     """Refuse to write for an instant that is no longer live."""
     why, _ = rolled_back(storage, layout, instant)
     if why is not None:
-        raise InstantRolledBack(f"{storage.base_url}: {why}; writing nothing")
+        raise InstantRolledBackError(f"{storage.base_url}: {why}; writing nothing")
 
 
 def take_back_if_rolled_back(storage: Storage, layout: TimelineLayout, instant: str,
@@ -90,7 +77,7 @@ def take_back_if_rolled_back(storage: Storage, layout: TimelineLayout, instant: 
         storage.delete(path)
     log.warning("%s: %s; took back %d file(s) and %d key-index segment(s) this task wrote: %s",
                 storage.base_url, why, len(stats), len(segments), "; ".join(taken[:5]))
-    raise InstantRolledBack(f"{storage.base_url}: {why}; the files this task wrote are taken back")
+    raise InstantRolledBackError(f"{storage.base_url}: {why}; the files this task wrote are taken back")
 
 
 def take_back(storage: Storage, stat: WriteStat, instant: str, rollback_ts: str | None) -> str:
@@ -104,6 +91,8 @@ def take_back(storage: Storage, stat: WriteStat, instant: str, rollback_ts: str 
         size = storage.size(path)
     except FileNotFoundError:
         return f"{path} is gone (the rollback deleted it)"
+    if size <= offset:
+        return f"{path} holds nothing past {offset} bytes"  # never truncate upwards: that would add zeros
     blocks = [b for b in iter_log_bytes(storage.read_range(path, offset, size)) if b.block_type is not BlockType.CORRUPT]
     if all(b.instant_time == instant and b.block_type is not BlockType.COMMAND for b in blocks):
         if offset == 0:
