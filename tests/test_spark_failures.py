@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from ingest.spark.failures import spark_failure
+import pyarrow as pa
+import pytest
+
+from ingest.errors import ConcurrentWriterError
+from ingest.spark.failures import spark_failure, task_conflict
+from ingest.write.fence import InstantRolledBackError
 
 WORKER = """An exception was thrown from the Python worker. Please see the stack trace below.
 Traceback (most recent call last):
@@ -27,3 +32,28 @@ def test_ingests_own_errors_are_named_whatever_their_class_is_called():
     ]:
         error = spark_failure(RuntimeError(WORKER.format(raised="it", last=last)), "writing batch 1")
         assert str(error) == want
+
+
+def test_a_write_tasks_conflict_with_another_writer_is_told_from_other_failures(spark):
+    """A task that met another writer's rollback or blocks fails the job with `ConcurrentWriterError`; the
+    sink writes such a batch again (`BatchRetry`), so the driver must tell it from every other failure in
+    the text of the error a real Spark job raises."""
+    def failing(error: Exception):
+        def task(batches):
+            for _ in batches:
+                pass
+            raise error
+            yield pa.RecordBatch.from_pydict({"n": pa.array([0], pa.int64())})
+        return task
+
+    df = spark.range(4).repartition(2)
+    found = {}
+    for name, error in [("conflict", ConcurrentWriterError("t/p/.f.log.1_0-1-1 holds blocks of instant(s) 2")),
+                        ("rolled back", InstantRolledBackError("t: instant 1 was rolled back while its tasks ran")),
+                        ("other", ValueError("no such column"))]:
+        with pytest.raises(Exception) as raised:
+            df.mapInArrow(failing(error), "n long").collect()
+        found[name] = task_conflict(raised.value)
+    assert found == {"conflict": "t/p/.f.log.1_0-1-1 holds blocks of instant(s) 2",
+                     "rolled back": "t: instant 1 was rolled back while its tasks ran", "other": None}
+    assert task_conflict(ConcurrentWriterError("raised on the driver, not a Spark failure")) is None

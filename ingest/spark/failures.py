@@ -20,13 +20,31 @@ def is_spark_error(exc: BaseException) -> bool:
     return type(exc).__module__.startswith(("pyspark", "py4j"))
 
 
+def _lines(exc: BaseException) -> list[str]:
+    text = str(exc).split("JVM stacktrace:")[0]
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def _innermost(lines: list[str]) -> tuple[str, str] | None:
+    """(name, message) of the innermost Python error in Spark's message."""
+    inner = [m for m in (_PYTHON_ERROR.match(line) for line in lines) if m]
+    return (inner[-1].group(1) or inner[-1].group(2), inner[-1].group(3)) if inner else None
+
+
+def task_conflict(exc: BaseException) -> str | None:
+    """The message of the `ConcurrentWriterError` (or `InstantRolledBackError`) a write task failed the job
+    with: another writer's rollback or blocks in its way, which another attempt of the batch gets past."""
+    if not is_spark_error(exc):
+        return None
+    inner = _innermost(_lines(exc))
+    return inner[1] if inner and inner[0] in ("ConcurrentWriterError", "InstantRolledBackError") else None
+
+
 def spark_failure(exc: BaseException, what: str) -> IngestError:
     """`what` failed: the innermost Python error Spark's message carries, else its first line."""
-    text = str(exc).split("JVM stacktrace:")[0]
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    inner = [m for m in (_PYTHON_ERROR.match(line) for line in lines) if m]
-    detail = (f"{inner[-1].group(1) or inner[-1].group(2)}: {inner[-1].group(3)}" if inner
-              else lines[0] if lines else type(exc).__name__)
+    lines = _lines(exc)
+    inner = _innermost(lines)
+    detail = f"{inner[0]}: {inner[1]}" if inner else lines[0] if lines else type(exc).__name__
     error = IngestError(f"{what} failed: {detail}")
     error.__cause__ = exc
     return error

@@ -39,12 +39,12 @@ from ingest.errors import BadRecordError, ConcurrentWriterError
 from ingest.hudi.avro.avro_names import sanitized_schema
 from ingest.hudi.timeline.commit_metadata import WriteStat
 from ingest.spark import routing
-from ingest.spark.failures import is_spark_error, spark_failure
+from ingest.spark.failures import is_spark_error, spark_failure, task_conflict
 from ingest.spark.peak_memory import TASK_PEAK_IN_USE, TASK_PEAK_RSS, measured
 from ingest.spark.worker_gc import frozen_after
 from ingest.storage import Storage
 from ingest.write import batch as batch_mod
-from ingest.write import fence, quarantine, tasks
+from ingest.write import quarantine, tasks
 from ingest.write import records as rec
 from ingest.write.commit import BatchId
 from ingest.write.file_group_writer import TaskIdentity
@@ -522,10 +522,12 @@ class HudiSink:
                 result = batch_mod.write_batch(engine, self.options, df, batch=batch, extra_metadata=extra, lock=lock)
                 break
             except Exception as error:
-                if fence.is_fenced(error) and not isinstance(error, ConcurrentWriterError):
-                    # A task found the instant rolled back: the lease was lost, as `BatchRetry` knows it.
+                conflict = task_conflict(error)
+                if conflict is not None:
+                    # A task found its instant rolled back, or another writer's blocks where it planned to
+                    # append: this attempt lost its lease, as `BatchRetry` knows it.
                     raise ConcurrentWriterError(f"writing batch {label} into {self.options.table_path}: "
-                                                f"{fence.fenced_reason(error)}") from error
+                                                f"{conflict}") from error
                 if self.exact_routes or not routing.is_misrouted(error):
                     if is_spark_error(error):
                         raise spark_failure(error, f"writing batch {label} into {self.options.table_path}") from error
