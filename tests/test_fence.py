@@ -17,6 +17,7 @@ import pytest
 from ingest.errors import ConcurrentWriterError
 from ingest.hudi.log.log_block import BlockType
 from ingest.hudi.log.log_reader import read_log_file
+from ingest.hudi.services import rollback
 from ingest.hudi.table.snapshot import ReadContext, merged_blocks, read_snapshot, scan_logs
 from ingest.hudi.table.table import HudiTable
 from ingest.hudi.timeline.instant import Action
@@ -201,3 +202,33 @@ def test_cut_back_never_cuts_another_writers_blocks(table_dir):
                                                     rf"{target.latest_log_size} bytes"):
         cut_back(storage, path, target.latest_log_size, len(grown), stalled.txn.instant_time)
     assert storage.read(path) == grown
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_rollback_also_undoes_what_the_failed_writes_tasks_wrote_after_its_plan(table_dir, version):
+    """Task 1 of the stalled write ran before another writer planned its rollback, task 2 after, so the
+    plan names task 1's files only. Task 2 may have looked for a rollback before the plan was recorded, so
+    the rollback lists the instant's markers again when it carries the plan out, and undoes task 2's
+    append and new file group too."""
+    rival(table_dir, version, rows(("a", "p", 1, "x"), ("b", "q", 1, "x")))
+    stalled = Stalled(table_dir, version, rows(("a", "p", 2, "stalled"), ("b", "q", 2, "stalled"),
+                                               ("c", "r", 2, "stalled")))
+    instant = stalled.txn.instant_time
+    tasks._bucket_writes(stalled.plan, stalled.task_rows("p"), TaskIdentity(0, 0, 0))
+    storage = HudiTable.open(str(table_dir)).storage
+    requested, _, planned = rollback.request_rollback(storage, HudiTable.open(str(table_dir)).timeline(), instant)
+    assert {r.partition_path for r in planned} == {"p"}
+    task2 = tasks._bucket_writes(stalled.plan, pa.concat_tables([stalled.task_rows("q"), stalled.task_rows("r")]),
+                                 TaskIdentity(1, 0, 0))
+    assert {s.partition_path for s in task2.stats} == {"q", "r"}
+    if version == 6:
+        assert stray_blocks_read_once_archived(table_dir, instant)
+
+    rollback.resume(storage, HudiTable.open(str(table_dir)).timeline(), requested)
+    assert not stray_blocks_read_once_archived(table_dir, instant)
+    assert not [f for f in (table_dir / "r").rglob("*") if f.is_file()]
+    assert ours(table_dir) == {("a", "p", 1, "x"), ("b", "q", 1, "x")}
+    assert hudi_rs(table_dir) == [("a", "p", 1, "x"), ("b", "q", 1, "x")]
+    with pytest.raises(fence.InstantRolledBackError):  # the tasks' own look finds nothing left to take back
+        tasks._fenced(stalled.plan, task2)
+    assert ours(table_dir) == {("a", "p", 1, "x"), ("b", "q", 1, "x")}

@@ -16,8 +16,10 @@ off when only its own blocks follow, are left where a rollback command block for
 them (the reader drops the instant's earlier blocks when it meets one), and otherwise get such a block
 appended after them, as the rollback itself writes it (`HoodieCommandBlock`, ROLLBACK_BLOCK, with the
 rollback's instant). The driver checks once more before it publishes the commit
-(`commit.complete_transaction`). What is left: a task whose marker the rollback's plan missed (created
-while the plan was being made) and that checked before the plan was written; both are milliseconds.
+(`commit.complete_transaction`). A task that looked before the rollback's plan was recorded left its
+marker before then: ingest's rollback lists the markers again when it carries the plan out
+(`rollback._late_requests`); Hudi's lists them once, so beside a Hudi writer's rollback such a task's
+files stay. So does a commit whose driver stalls between its last check and its commit file.
 """
 
 from __future__ import annotations

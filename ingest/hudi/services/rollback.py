@@ -199,6 +199,23 @@ def plan_rollback(storage: Storage, timeline: Timeline, failed: Instant) -> list
     return _merge_by_file_group(r for r in requests if r is not None)
 
 
+def _late_requests(storage: Storage, failed: Instant, planned: list[RollbackRequest]) -> list[RollbackRequest]:
+    """Requests for markers of the failed write that its plan does not cover: a writer stalled past its
+    lease may still have tasks running, which created them after the plan listed the markers. Those tasks
+    look for this rollback after they write (`ingest.write.fence`): a task that looked before the plan was
+    recorded left its marker before this second listing, which comes after. (Beyond Hudi, whose rollback
+    lists markers once; the metadata then lists these files too.)"""
+    covered = {posixpath.basename(p) for r in planned for p in r.files_to_delete}
+    covered.update(posixpath.basename(k) for r in planned for k, _ in r.log_blocks_to_delete)
+    late = [m for m in markers.list_markers(storage, failed.timestamp) if m.file_name not in covered]
+    requests = [r for r in (_from_marker(storage, failed.timestamp, m) for m in late)
+                if r is not None and (r.files_to_delete or r.log_blocks_to_delete)]
+    if requests:
+        log.warning("rollback of %s: files of %d marker(s) that appeared after its plan was made are rolled "
+                    "back too: %s", failed.timestamp, len(requests), ", ".join(m.data_file_path for m in late[:5]))
+    return _merge_by_file_group(requests)
+
+
 # -- execution ------------------------------------------------------------------------------------
 
 
@@ -261,12 +278,20 @@ def _execute(storage: Storage, rollback_ts: str, failed: Instant, requests: list
 
 def rollback(storage: Storage, timeline: Timeline, failed_ts: str, rollback_ts: str | None = None) -> Instant:
     """Roll back the pending instant `failed_ts`; returns the completed rollback instant."""
+    started = time.monotonic()
+    requested, failed, requests = request_rollback(storage, timeline, failed_ts, rollback_ts)
+    return _finish(storage, timeline, requested, failed, requests, started)
+
+
+def request_rollback(storage: Storage, timeline: Timeline, failed_ts: str,
+                     rollback_ts: str | None = None) -> tuple[Instant, Instant, list[RollbackRequest]]:
+    """Plan the rollback of the pending instant `failed_ts` and record the plan (`<r>.rollback.requested`):
+    (the requested rollback, the failed instant, the plan's requests). `resume` carries a plan out."""
     failed = timeline.get(failed_ts)
     if failed is None:
         raise ValueError(f"no instant {failed_ts} on the timeline")
     if failed.is_completed:
         raise ValueError(f"instant {failed_ts} is completed; only pending instants are rolled back")
-    started = time.monotonic()
     rollback_ts = rollback_ts or timeline.new_instant_time()
     requests = plan_rollback(storage, timeline, failed)
     plan = {
@@ -276,7 +301,7 @@ def rollback(storage: Storage, timeline: Timeline, failed_ts: str, rollback_ts: 
     }
     requested = Instant(rollback_ts, Action.ROLLBACK, State.REQUESTED)
     storage.write(timeline.layout.path(requested), avro_models.serialize(avro_models.ROLLBACK_PLAN, plan))
-    return _finish(storage, timeline, requested, failed, requests, started)
+    return requested, failed, requests
 
 
 def target_of(storage: Storage, pending_rollback: Instant, layout: TimelineLayout = LAYOUT_1) -> Instant:
@@ -325,6 +350,7 @@ def _finish(storage: Storage, timeline: Timeline, requested: Instant, failed: In
     inflight = requested.to(State.INFLIGHT)
     if not storage.exists(timeline.layout.path(inflight)):
         storage.write(timeline.layout.path(inflight), b"")
+    requests = [*requests, *_late_requests(storage, failed, requests)]
     partitions = _execute(storage, requested.timestamp, failed, requests)
     metadata = {
         "startRollbackTime": requested.timestamp,
