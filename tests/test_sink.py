@@ -387,7 +387,7 @@ def test_write_stats_cross_from_the_executors_to_the_driver_whole(delta):
     arrives, `prevBaseFile` too (Hudi 1.x's `HoodieMergeHandle` sets it, and the commit file's JSON at
     version 6, `WriteStat.to_json`, has no such field)."""
     from ingest.hudi.timeline.commit_metadata import RuntimeStats, WriteStat
-    from ingest.spark import sink
+    from ingest.spark import sink, task_functions
     from ingest.write.tasks import TaskResult
 
     fields = dict(file_id="f1", path="p/f1-0_1-2-3_20260101000000002.parquet", partition_path="p",
@@ -401,5 +401,5 @@ def test_write_stats_cross_from_the_executors_to_the_driver_whole(delta):
         fields.update(prev_base_file="f1-0_0-1-2_20260101000000001.parquet")
     stat = WriteStat(**fields)
     result = TaskResult((stat,), ("segment",), {"rows_in": 3})
-    sent = sink._result_batch(result).column("result")[0].as_py()
+    sent = task_functions.result_batch(result).column("result")[0].as_py()
     assert sink._parse_results([{"result": sent}]).stats == (stat,)

@@ -26,10 +26,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark import AccumulatorParam, TaskContext
+from pyspark import AccumulatorParam
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
@@ -39,6 +38,7 @@ from ingest.errors import BadRecordError, ConcurrentWriterError
 from ingest.hudi.avro.avro_names import sanitized_schema
 from ingest.hudi.timeline.commit_metadata import WriteStat
 from ingest.spark import routing
+from ingest.spark import task_functions as tf
 from ingest.spark.failures import is_spark_error, spark_failure, task_conflict
 from ingest.spark.peak_memory import TASK_PEAK_IN_USE, TASK_PEAK_RSS, measured
 from ingest.spark.worker_gc import frozen_after
@@ -84,66 +84,6 @@ class _Counters(AccumulatorParam):
             else:
                 a[k] = a.get(k, 0) + v
         return a
-
-
-def _task() -> TaskIdentity:
-    ctx = TaskContext.get()
-    if ctx is None:
-        return TaskIdentity()
-    return TaskIdentity(ctx.partitionId(), ctx.stageId(), ctx.taskAttemptId())
-
-
-def _table(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:
-    """A task's rows as one contiguous table. The write reads them contiguous (a take from Spark's
-    many batches costs several times one from one chunk); combined here, Spark's batches are freed
-    before the work starts instead of staying beside the copy for the whole task."""
-    batches = list(batches)
-    if not batches:
-        return None
-    return pa.Table.from_batches(batches).combine_chunks()
-
-
-def _result_batch(result: tasks.TaskResult) -> pa.RecordBatch:
-    payload = json.dumps({
-        # Every field, `prevBaseFile` too (`to_json` is the commit file's JSON, which has none).
-        "stats": [{**s.to_json(), "prevBaseFile": s.prev_base_file} for s in result.stats],
-        "segments": list(result.segments),
-        "counts": dict(result.counts),
-    })
-    return pa.RecordBatch.from_pydict({"result": pa.array([payload], pa.string())})
-
-
-PACKED = "_ingest_packed"
-PACKED_SCHEMA = StructType.fromJson({"type": "struct", "fields": [
-    {"name": routing.SLOT, "type": "integer", "nullable": False, "metadata": {}},
-    {"name": PACKED, "type": "binary", "nullable": False, "metadata": {}},
-]})
-PACKED_BYTES = 64 << 20  # Arrow bytes per packed value, far under Spark's 2 GB per value
-
-
-def _packed(table: pa.Table, slots: pa.Array) -> Iterator[pa.RecordBatch]:
-    """`table`'s rows as Arrow IPC streams, a few values per slot: Spark shuffles them by slot as
-    opaque bytes, neither converting the rows into its own nor back into Arrow for the next task."""
-    for slot in pc.unique(slots).to_pylist():
-        rows = table.filter(pc.equal(slots, slot))
-        step = max(1, PACKED_BYTES * rows.num_rows // max(1, rows.nbytes))
-        for start in range(0, rows.num_rows, step):
-            sink = pa.BufferOutputStream()
-            with pa.ipc.new_stream(sink, rows.schema) as stream:
-                stream.write_table(rows.slice(start, step))
-            data = sink.getvalue()  # one binary value over the stream's buffer, not a copy of it
-            offsets = pa.py_buffer(np.array([0, data.size], dtype=np.int32).tobytes())
-            yield pa.RecordBatch.from_arrays(
-                [pa.array([slot], pa.int32()), pa.Array.from_buffers(pa.binary(), 1, [None, offsets, data])],
-                names=[routing.SLOT, PACKED])
-
-
-def _unpacked(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:
-    """The rows `_packed` wrote, from the values a task gets, as one contiguous table (as `_table`:
-    the values' buffers are freed before the work starts)."""
-    tables = [pa.ipc.open_stream(value.as_buffer()).read_all()
-              for batch in batches for value in batch.column(PACKED)]
-    return pa.concat_tables(tables).combine_chunks() if tables else None
 
 
 def _parse_results(rows) -> tasks.TaskResult:
@@ -372,11 +312,11 @@ class SparkEngine:
         prepare = self._prepare_fn(plan, prepared, counters)
 
         def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            table = _table(batches)
+            table = tf.task_table(batches)
             if table is None:
                 return
-            task = _task()
-            yield _result_batch(tasks.bucket_task(plan, prepare(table, task), task))
+            task = tf.task_identity()
+            yield tf.result_batch(tasks.bucket_task(plan, prepare(table, task), task))
 
         return _parse_results(routed.mapInArrow(_on_executor(write, counters), RESULT_SCHEMA).collect())
 
@@ -398,10 +338,10 @@ class SparkEngine:
 
         if n_tasks == 1:
             def write_all(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-                table = _table(batches)
+                table = tf.task_table(batches)
                 if table is not None:
-                    task = _task()
-                    yield _result_batch(tasks.write_groups(plan, placed(table, task), task))
+                    task = tf.task_identity()
+                    yield tf.result_batch(tasks.write_groups(plan, placed(table, task), task))
 
             return _parse_results(routed.mapInArrow(_on_executor(write_all, counters), RESULT_SCHEMA).collect())
 
@@ -410,17 +350,17 @@ class SparkEngine:
         keys = routing.slot_keys(prepared.df.sparkSession, n_writers)
 
         def tag_and_place(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            table = _table(batches)
+            table = tf.task_table(batches)
             if table is not None:
-                rows = placed(table, _task())
-                yield from _packed(rows, routing.group_slots(rows, write_task, keys))
+                rows = placed(table, tf.task_identity())
+                yield from tf.packed(rows, routing.group_slots(rows, write_task, keys))
 
         def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            table = _unpacked(batches)
+            table = tf.unpacked(batches)
             if table is not None:
-                yield _result_batch(tasks.write_groups(plan, table, _task()))
+                yield tf.result_batch(tasks.write_groups(plan, table, tf.task_identity()))
 
-        packed = routed.mapInArrow(_on_executor(tag_and_place, counters), PACKED_SCHEMA)
+        packed = routed.mapInArrow(_on_executor(tag_and_place, counters), tf.PACKED_SCHEMA)
         groups = packed.repartition(n_writers, routing.SLOT)
         return _parse_results(groups.mapInArrow(_on_executor(write, counters), RESULT_SCHEMA).collect())
 
