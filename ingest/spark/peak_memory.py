@@ -19,6 +19,8 @@ import ctypes.util
 import os
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 from pyspark import TaskContext
@@ -104,12 +106,19 @@ def measured(fn: Callable[[Iterator], Iterator], counters) -> Callable[[Iterator
     """The task function `fn` (for `mapInArrow`), adding its Python worker's peaks while it ran to
     the accumulator `counters` as `{TASK_PEAK_RSS: {"<stage>:<partition>": bytes}}` and the same
     under `TASK_PEAK_IN_USE` (an accumulator keeping the largest value per inner key, as the sink's)."""
+    return _Measured(fn, counters)
 
-    def run(batches: Iterator) -> Iterator:
+
+@dataclass(frozen=True)
+class _Measured:
+    """A class, not a closure: it pickles by reference (`ingest.spark.task_functions`)."""
+
+    fn: Callable[[Iterator], Iterator]
+    counters: Any
+
+    def __call__(self, batches: Iterator) -> Iterator:
         with PeakMemory() as memory:
-            yield from fn(batches)
+            yield from self.fn(batches)
         ctx = TaskContext.get()
         task = f"{ctx.stageId()}:{ctx.partitionId()}" if ctx is not None else "0:0"
-        counters.add({TASK_PEAK_RSS: {task: memory.peak}, TASK_PEAK_IN_USE: {task: memory.peak_in_use}})
-
-    return run
+        self.counters.add({TASK_PEAK_RSS: {task: memory.peak}, TASK_PEAK_IN_USE: {task: memory.peak_in_use}})

@@ -27,29 +27,27 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark import AccumulatorParam
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
-from ingest.errors import BadRecordError, ConcurrentWriterError
+from ingest.errors import ConcurrentWriterError
 from ingest.hudi.avro.avro_names import sanitized_schema
 from ingest.hudi.timeline.commit_metadata import WriteStat
 from ingest.spark import routing
 from ingest.spark import task_functions as tf
 from ingest.spark.failures import is_spark_error, spark_failure, task_conflict
-from ingest.spark.peak_memory import TASK_PEAK_IN_USE, TASK_PEAK_RSS, measured
-from ingest.spark.worker_gc import frozen_after
+from ingest.spark.peak_memory import TASK_PEAK_IN_USE, TASK_PEAK_RSS
+from ingest.spark.task_functions import INPUT_BYTES, KAFKA_OFFSET
 from ingest.storage import Storage
 from ingest.write import batch as batch_mod
-from ingest.write import quarantine, tasks
 from ingest.write import records as rec
+from ingest.write import tasks
 from ingest.write.commit import BatchId
-from ingest.write.file_group_writer import TaskIdentity
 from ingest.write.lock import WriterLock, for_writer
-from ingest.write.options import IndexType, Operation, WriteOptions
+from ingest.write.options import IndexType, WriteOptions
 from ingest.write.plan import WritePlan
 
 log = logging.getLogger(__name__)
@@ -62,8 +60,6 @@ TRANSIENT = (ConcurrentWriterError, OSError)
 RESULT_SCHEMA = StructType.fromJson({"type": "struct", "fields": [
     {"name": "result", "type": "string", "nullable": False, "metadata": {}},
 ]})
-KAFKA_OFFSET = "_kafka_offset"
-INPUT_BYTES = "_input_bytes"  # Arrow bytes the write tasks received, for sizing the next batch's Arrow batches
 # A batch's write tasks' largest peaks (`ingest.spark.peak_memory`): measurements, kept apart from
 # the batch's counts, which say what was written.
 PEAK_NAMES = {TASK_PEAK_RSS: "task_peak_rss_bytes", TASK_PEAK_IN_USE: "task_peak_in_use_bytes"}
@@ -273,102 +269,35 @@ class SparkEngine:
         return routing.shuffled(prepared.df, prepared.options.keygen, plan, self.parallelism,
                                 exact=self.exact_routes, columns=prepared.columns)
 
-    def _prepare_fn(self, plan: WritePlan, prepared: PreparedFrame, counters):
-        """Prepare a task's rows (keys, deletes, conformed types); quarantine or fail on bad ones."""
-        options = prepared.options
-        ordering_field = prepared.ordering_field
-        on_error = self.on_error
-        quarantine_storage = self.quarantine
-        batch_label = self.batch_label
-
-        tasks_count = self.parallelism
-
-        def prepare(table: pa.Table, task: TaskIdentity) -> pa.Table:
-            table = routing.unpacked(table)
-            done = rec.prepare(table, options.keygen, ordering_field=ordering_field,
-                               delete_flag_column=options.delete_flag_column,
-                               all_deletes=options.operation is Operation.DELETE)
-            routed = tasks.route(plan, tasks.conform(plan, done.records))
-            routing.check_task(routed, tasks_count, task.partition_id)
-            seen: dict[str, Any] = {"rows_in": table.num_rows, "quarantined": done.errors.num_rows,
-                                    INPUT_BYTES: table.nbytes}
-            if KAFKA_OFFSET in table.column_names and "_kafka_topic" in table.column_names:
-                offsets = pa.table({"k": pc.binary_join_element_wise(
-                    table.column("_kafka_topic"), table.column("_kafka_partition").cast(pa.string()), ":"),
-                    "o": table.column(KAFKA_OFFSET)}).group_by("k").aggregate([("o", "max")])
-                seen["_kafka_offsets"] = dict(zip(offsets.column("k").to_pylist(),
-                                                  offsets.column("o_max").to_pylist(), strict=True))
-            if done.errors.num_rows:
-                if on_error == "fail":
-                    raise BadRecordError(f"{done.errors.num_rows} record(s) cannot be written; first: "
-                                         f"{batch_mod.first_error(done.errors)}")
-                quarantine.write(quarantine_storage, done.errors, batch_label, f"{task.partition_id:05d}")
-            counters.add(seen)
-            return routed
-
-        return prepare
+    def _prepare_fn(self, plan: WritePlan, prepared: PreparedFrame, counters) -> tf.Prepare:
+        return tf.Prepare(plan, prepared.options, prepared.ordering_field, self.on_error, self.quarantine,
+                          self.batch_label, self.parallelism, counters)
 
     def _bucket(self, plan: WritePlan, prepared: PreparedFrame, routed: DataFrame, counters) -> tasks.TaskResult:
-        prepare = self._prepare_fn(plan, prepared, counters)
-
-        def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            table = tf.task_table(batches)
-            if table is None:
-                return
-            task = tf.task_identity()
-            yield tf.result_batch(tasks.bucket_task(plan, prepare(table, task), task))
-
-        return _parse_results(routed.mapInArrow(_on_executor(write, counters), RESULT_SCHEMA).collect())
+        write = tf.BucketWrite(plan, self._prepare_fn(plan, prepared, counters))
+        return _parse_results(routed.mapInArrow(tf.on_executor(write, counters), RESULT_SCHEMA).collect())
 
     def _key_index(self, plan: WritePlan, prepared: PreparedFrame, routed: DataFrame, counters) -> tasks.TaskResult:
         """One job: shard tasks tag, place and index the batch's keys, then hand each file group's
         rows to the task writing it, as Arrow IPC values shuffled by slot (one task: no shuffle)."""
-        prepare = self._prepare_fn(plan, prepared, counters)
         arrow_in = to_arrow_schema(routing.unpacked_schema(routed.schema), timezone="UTC")
         probe = rec.prepare(arrow_in.empty_table(), prepared.options.keygen, ordering_field=prepared.ordering_field,
                             delete_flag_column=prepared.options.delete_flag_column)
         staged_schema = tasks.route(plan, tasks.conform(plan, probe.records)).schema
-        tagged_arrow = tasks.tagged_schema(staged_schema, plan)
         n_tasks = self.parallelism
-
-        def placed(table: pa.Table, task: TaskIdentity) -> pa.Table:
-            tagged, counts = tasks.tag(plan, prepare(table, task), tagged_arrow)
-            counters.add(counts)
-            return tasks.place_in_task(plan, tagged, n_tasks, task.partition_id)
-
+        place = tf.Place(plan, self._prepare_fn(plan, prepared, counters), tasks.tagged_schema(staged_schema, plan),
+                         n_tasks)
         if n_tasks == 1:
-            def write_all(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-                table = tf.task_table(batches)
-                if table is not None:
-                    task = tf.task_identity()
-                    yield tf.result_batch(tasks.write_groups(plan, placed(table, task), task))
-
-            return _parse_results(routed.mapInArrow(_on_executor(write_all, counters), RESULT_SCHEMA).collect())
+            write_all = tf.on_executor(tf.PlaceAndWrite(place), counters)
+            return _parse_results(routed.mapInArrow(write_all, RESULT_SCHEMA).collect())
 
         n_writers = WRITERS_PER_CORE * n_tasks
         write_task = functools.partial(tasks.write_task, tasks.write_tasks(plan, n_writers), n_writers)
         keys = routing.slot_keys(prepared.df.sparkSession, n_writers)
-
-        def tag_and_place(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            table = tf.task_table(batches)
-            if table is not None:
-                rows = placed(table, tf.task_identity())
-                yield from tf.packed(rows, routing.group_slots(rows, write_task, keys))
-
-        def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            table = tf.unpacked(batches)
-            if table is not None:
-                yield tf.result_batch(tasks.write_groups(plan, table, tf.task_identity()))
-
-        packed = routed.mapInArrow(_on_executor(tag_and_place, counters), tf.PACKED_SCHEMA)
-        groups = packed.repartition(n_writers, routing.SLOT)
-        return _parse_results(groups.mapInArrow(_on_executor(write, counters), RESULT_SCHEMA).collect())
-
-
-def _on_executor(fn, counters):
-    """A task function for `mapInArrow`: its worker's peak memory measured, and its worker's objects
-    frozen for the garbage collector after its first task (`ingest.spark.worker_gc`)."""
-    return measured(frozen_after(fn), counters)
+        hand_on = tf.on_executor(tf.PlaceAndHandOn(place, write_task, keys), counters)
+        handed = routed.mapInArrow(hand_on, tf.PACKED_SCHEMA).repartition(n_writers, routing.SLOT)
+        write = tf.on_executor(tf.WriteGroups(plan), counters)
+        return _parse_results(handed.mapInArrow(write, RESULT_SCHEMA).collect())
 
 
 SMALL_BATCH_ROWS = 20_000

@@ -15,15 +15,22 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 
 def frozen_after(fn: Callable[[Iterator], Iterator]) -> Callable[[Iterator], Iterator]:
     """The task function `fn` (for `mapInArrow`), freezing its worker's objects after its first task."""
+    return _FrozenAfter(fn)
 
-    def run(batches: Iterator) -> Iterator:
-        yield from fn(batches)
-        # The state lives in the interpreter, not here: this closure is pickled anew with every task.
+
+@dataclass(frozen=True)
+class _FrozenAfter:
+    """A class, not a closure: it pickles by reference (`ingest.spark.task_functions`)."""
+
+    fn: Callable[[Iterator], Iterator]
+
+    def __call__(self, batches: Iterator) -> Iterator:
+        yield from self.fn(batches)
+        # The state lives in the interpreter, not here: this object is pickled anew with every task.
         if not gc.get_freeze_count():
             gc.freeze()
-
-    return run
