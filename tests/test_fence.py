@@ -135,10 +135,12 @@ def test_tasks_take_back_what_they_wrote_for_an_instant_rolled_back_while_they_r
     if version == 6:  # the hazard: task 2's blocks count as committed once archival passes the instant
         assert stray_blocks_read_once_archived(table_dir, instant)
 
+    assert (table_dir / ".hoodie" / ".temp" / instant).exists(), "task 2's markers, made after the rollback"
     for result in (task1, task2):
         with pytest.raises(fence.InstantRolledBackError, match="the files this task wrote are taken back"):
             tasks._fenced(stalled.plan, result)
     assert data_files(table_dir) == after_rollback
+    assert not (table_dir / ".hoodie" / ".temp" / instant).exists(), "markers left for a rolled-back instant"
     assert not stray_blocks_read_once_archived(table_dir, instant)
     assert ours(table_dir) == {("a", "p", 1, "x"), ("b", "q", 1, "x"), ("d", "s", 3, "y")}
     assert hudi_rs(table_dir) == [("a", "p", 1, "x"), ("b", "q", 1, "x"), ("d", "s", 3, "y")]

@@ -11,7 +11,8 @@ files would come back as data once archival passed them.
 
 So a write task checks its instant before it writes (`check`) and again after (`take_back_if_rolled_back`).
 Once a rollback names the instant, or the instant has left the timeline, the task takes back what it
-wrote: files it created and key-index segments are deleted; blocks it appended to a log file are cut
+wrote: files it created, key-index segments and (once the rollback is done with them) the instant's
+markers are deleted; blocks it appended to a log file are cut
 off when only its own blocks follow, are left where a rollback command block for the instant follows
 them (the reader drops the instant's earlier blocks when it meets one), and otherwise get such a block
 appended after them, as the rollback itself writes it (`HoodieCommandBlock`, ROLLBACK_BLOCK, with the
@@ -32,8 +33,10 @@ from ingest.hudi.log.log_block import BlockType
 from ingest.hudi.log.log_reader import iter_log_bytes
 from ingest.hudi.log.log_writer import append_log_blocks, rollback_block
 from ingest.hudi.services.rollback import rollback_of
+from ingest.hudi.table import markers
 from ingest.hudi.table.file_names import LogFileName
 from ingest.hudi.timeline.commit_metadata import WriteStat
+from ingest.hudi.timeline.instant import Instant
 from ingest.hudi.timeline.timeline import Timeline
 from ingest.hudi.timeline.timeline_layout import TimelineLayout
 from ingest.storage import Storage
@@ -47,15 +50,15 @@ class InstantRolledBackError(ConcurrentWriterError):
     """The instant a task writes for was rolled back by another writer."""
 
 
-def rolled_back(storage: Storage, layout: TimelineLayout, instant: str) -> tuple[str | None, str | None]:
-    """(why `instant` is no longer a live write, the rollback's instant time) or (None, None).
+def rolled_back(storage: Storage, layout: TimelineLayout, instant: str) -> tuple[str | None, Instant | None]:
+    """(why `instant` is no longer a live write, the rollback that names it if one does) or (None, None).
 
     Live: on the timeline (pending, or completed by its own writer) and named by no rollback."""
     timeline = Timeline.load(storage, layout)
     rollback = rollback_of(storage, timeline, instant)
     if rollback is not None:
         state = "completed" if rollback.is_completed else "pending"
-        return f"instant {instant} {FENCED}: rollback {rollback.timestamp} ({state}) names it", rollback.timestamp
+        return f"instant {instant} {FENCED}: rollback {rollback.timestamp} ({state}) names it", rollback
     if timeline.get(instant) is None:
         return f"instant {instant} {FENCED}: it is no longer on the timeline", None
     return None, None
@@ -71,12 +74,16 @@ def check(storage: Storage, layout: TimelineLayout, instant: str) -> None:
 def take_back_if_rolled_back(storage: Storage, layout: TimelineLayout, instant: str,
                              stats: tuple[WriteStat, ...], segments: tuple[str, ...]) -> None:
     """After a task's writes: if its instant is no longer live, take them back and fail the task."""
-    why, rollback_ts = rolled_back(storage, layout, instant)
+    why, rollback = rolled_back(storage, layout, instant)
     if why is None:
         return
-    taken = [take_back(storage, stat, instant, rollback_ts) for stat in stats]
+    taken = [take_back(storage, stat, instant, rollback.timestamp if rollback else None) for stat in stats]
     for path in segments:
         storage.delete(path)
+    if rollback is None or rollback.is_completed:
+        # The rollback is done with the instant's markers (it deletes them last, `finishRollback`):
+        # those this task made since would stay behind for good. A pending rollback still reads them.
+        markers.delete_all(storage, instant)
     log.warning("%s: %s; took back %d file(s) and %d key-index segment(s) this task wrote: %s",
                 storage.base_url, why, len(stats), len(segments), "; ".join(taken[:5]))
     raise InstantRolledBackError(f"{storage.base_url}: {why}; the files this task wrote are taken back")
