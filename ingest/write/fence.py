@@ -30,7 +30,7 @@ import posixpath
 
 from ingest.errors import ConcurrentWriterError
 from ingest.hudi.log.log_block import BlockType
-from ingest.hudi.log.log_reader import iter_log_bytes
+from ingest.hudi.log.log_reader import blocks_between
 from ingest.hudi.log.log_writer import append_log_blocks, rollback_block
 from ingest.hudi.services.rollback import rollback_of
 from ingest.hudi.table import markers
@@ -102,7 +102,7 @@ def take_back(storage: Storage, stat: WriteStat, instant: str, rollback_ts: str 
         return f"{path} is gone (the rollback deleted it)"
     if size <= offset:
         return f"{path} holds nothing past {offset} bytes"  # never truncate upwards: that would add zeros
-    blocks = [b for b in iter_log_bytes(storage.read_range(path, offset, size)) if b.block_type is not BlockType.CORRUPT]
+    blocks = blocks_between(storage, path, offset, size)
     if all(b.instant_time == instant and b.block_type is not BlockType.COMMAND for b in blocks):
         if offset == 0:
             storage.delete(path)

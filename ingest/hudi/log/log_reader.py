@@ -244,12 +244,15 @@ def iter_log_blocks(storage: Storage, path: str, size: int | None = None) -> Ite
         yield from _iter_source(_Source(f, size))
 
 
+def blocks_between(storage: Storage, path: str, start: int, end: int) -> list[LogBlock]:
+    """The whole blocks in bytes [start, end) of a log file; torn ones left out (they were never part
+    of a commit)."""
+    return [b for b in iter_log_bytes(storage.read_range(path, start, end)) if b.block_type is not BlockType.CORRUPT]
+
+
 def instants_between(storage: Storage, path: str, start: int, end: int) -> set[str]:
-    """The INSTANT_TIMEs of the whole blocks in bytes [start, end) of a log file (a torn block
-    names none: it was never part of a commit)."""
-    data = storage.read_range(path, start, end)
-    return {b.instant_time for b in iter_log_bytes(data)
-            if b.block_type is not BlockType.CORRUPT and b.instant_time is not None}
+    """The INSTANT_TIMEs of the whole blocks in bytes [start, end) of a log file."""
+    return {b.instant_time for b in blocks_between(storage, path, start, end) if b.instant_time is not None}
 
 
 def iter_log_bytes(data: bytes) -> Iterator[LogBlock]:
