@@ -89,7 +89,13 @@ def _read(storage: Storage, path: str) -> dict[str, str] | None:
 
 
 def fetch(storage: Storage) -> dict[str, str]:
-    """`fetchConfigs`: the first valid one of `hoodie.properties` and its backup, retrying a while."""
+    """`fetchConfigs`: the first valid one of `hoodie.properties` and its backup, retrying a while.
+
+    A valid `hoodie.properties` is read first, with no look at the folder around it: on an object
+    store a folder's existence costs a listing, and a commit reads the config several times."""
+    props = _read(storage, PROPERTIES_PATH)
+    if props is not None and (CHECKSUM_KEY not in props or valid_checksum(props)):
+        return props
     if not storage.exists(METAFOLDER):
         raise TableNotFound(f"no Hudi table at {storage.base_url} ({PROPERTIES_PATH} is missing)")
     if not present(storage) and not has_timeline(storage):
