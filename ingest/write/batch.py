@@ -88,13 +88,14 @@ def incoming_avro_schema(arrow_schema: pa.Schema, table_name: str) -> avro.AvroS
 
 def open_for_write(options: WriteOptions, arrow_schema: pa.Schema) -> tuple[HudiTable, WriteOptions]:
     """The table (created if absent) and the options as its writer uses them (`WriteOptions.for_table`)."""
-    schema = incoming_avro_schema(arrow_schema, options.table_name)
     try:
-        options = options.for_table(HudiTable.open(options.table_path, options.storage_options).config.props)
+        table = HudiTable.open(options.table_path, options.storage_options)
     except TableNotFound:
-        pass
-    table = HudiTable.open_or_create(options.table_path, options.table_settings(), schema, options.storage_options,
-                                     options.table_version)
+        schema = incoming_avro_schema(arrow_schema, options.table_name)
+        table = HudiTable.open_or_create(options.table_path, options.table_settings(), schema,
+                                         options.storage_options, options.table_version)
+    else:
+        table = table.checked_for_write(options.for_table(table.config.props).table_settings())
     options = options.for_table(table.config.props)
     table.config.check_compatible(options.table_path, options.identity_settings())
     return table, options

@@ -110,9 +110,14 @@ class HudiTable:
                 return cls.create(url, settings, schema, storage_options, version)
             except _CreatedConcurrently:
                 table = cls.open(url, storage_options)  # created concurrently: validate below
-        table.config.check_supported(url, write=True)
-        table.config.check_compatible(url, settings)
-        return table
+        return table.checked_for_write(settings)
+
+    def checked_for_write(self, settings: Mapping[str, str]) -> HudiTable:
+        """This table, once a writer with `settings` may write it (else UnsupportedTable or
+        TableConfigConflict naming what differs)."""
+        self.config.check_supported(self.base_url, write=True)
+        self.config.check_compatible(self.base_url, settings)
+        return self
 
     # -- snapshots ------------------------------------------------------------------------------
 
