@@ -90,17 +90,23 @@ def _join(partition: str, name: str) -> str:
 
 def list_partitions(storage: Storage) -> list[str]:
     """Every folder holding a `.hoodie_partition_metadata` (the table root itself for "")."""
-    found: list[str] = []
+    return sorted(partition_listings(storage))
+
+
+def partition_listings(storage: Storage) -> dict[str, list[FileInfo]]:
+    """Every partition's folder listing, from the one walk that finds the partitions (a view needs
+    both; listing each partition again cost a request per partition on object stores)."""
+    found: dict[str, list[FileInfo]] = {}
 
     def walk(rel: str, entries: list[FileInfo]) -> None:
         if any(not e.is_dir and e.name == PARTITION_METADATA for e in entries):
-            found.append(rel)
+            found[rel] = entries
         for e in entries:
             if e.is_dir and not e.name.startswith(".") and not (rel == "" and e.name == METAFOLDER):
                 walk(e.path, storage.list(e.path))
 
     walk("", storage.list(""))
-    return sorted(found)
+    return found
 
 
 @dataclass(frozen=True)
@@ -119,8 +125,10 @@ class FileSystemView:
         partitions: Iterable[str] | None = None,
         replaced: frozenset[tuple[str, str]] = frozenset(),
     ) -> FileSystemView:
-        parts = list(partitions) if partitions is not None else list_partitions(storage)
-        listing = {p: storage.list(p) for p in parts}
+        if partitions is None:
+            listing = partition_listings(storage)
+        else:
+            listing = {p: storage.list(p) for p in partitions}
         return cls.from_listing(timeline, listing, replaced)
 
     @classmethod
