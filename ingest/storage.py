@@ -272,10 +272,26 @@ class Storage:
         return out
 
     def walk_files(self, rel: str = "") -> Iterator[FileInfo]:
-        """Every file below a folder, depth first."""
+        """Every file below a folder (an absent folder has none). An object store lists the whole
+        prefix in one request or a page of them (fsspec's `find`), where a walk lists each folder."""
+        if self.is_local:
+            yield from self._walk_local(rel)
+            return
+        try:
+            found = self.fs.find(self.full_path(rel), detail=True, refresh=True)
+        except FileNotFoundError:
+            return
+        folder = rel.strip("/")
+        for name, e in sorted(found.items()):
+            path = self._rel(name)
+            if e.get("type") == "directory" or name.endswith("/") or path == folder:
+                continue  # folder markers some object stores keep
+            yield FileInfo(path, int(e.get("size") or 0), False)
+
+    def _walk_local(self, rel: str) -> Iterator[FileInfo]:
         for entry in self.list(rel):
             if entry.is_dir:
-                yield from self.walk_files(entry.path)
+                yield from self._walk_local(entry.path)
             else:
                 yield entry
 

@@ -224,6 +224,42 @@ def test_object_store_table_equals_local_table(s3, table_dir, index):
     assert not [e for e in storage.walk_files("") if e.name.endswith(".tmp")]
 
 
+@pytest.mark.parametrize("index", ["bucket", "key"])
+def test_a_commit_on_an_object_store_lists_each_folder_once(s3, monkeypatch, index):
+    """Each request to an object store costs a round trip, and a stream pays them every micro-batch:
+    a commit reads `hoodie.properties` without first asking whether `.hoodie` exists, lists each
+    partition once (the walk that finds partitions feeds the file system view) and gathers its
+    markers in one recursive listing, not one per partition folder."""
+    import s3fs
+
+    calls: list[tuple[str, str, str]] = []
+    for name in ("_lsdir", "_cat_file", "_info"):
+        real = getattr(s3fs.S3FileSystem, name)
+
+        async def spy(self, path, *args, _real=real, _name=name, **kwargs):
+            calls.append((_name, path.split("/t_obj/", 1)[-1], kwargs.get("delimiter", "/")))
+            return await _real(self, path, *args, **kwargs)
+
+        monkeypatch.setattr(s3fs.S3FileSystem, name, spy)
+    options = dataclasses.replace(opts("s3://lake/t_obj", index), storage_options=s3)
+    parts = [f"p{i}" for i in range(6)]
+    LocalWriter(options).write(rows(*[(f"k{i}", p, 1, "x") for i, p in enumerate(parts)]))
+    calls.clear()
+    LocalWriter(options).write(rows(*[(f"k{i}", p, 2, "y") for i, p in enumerate(parts)]))
+
+    listed = [path for name, path, _ in calls if name == "_lsdir"]
+    for p in parts:
+        assert listed.count(p) == 1, (p, listed)
+    marker_listings = [(path, delimiter) for name, path, delimiter in calls
+                       if name == "_lsdir" and path.startswith(".hoodie/.temp/")]
+    # One to gather them, one in removing the folder (s3fs's recursive `rm`).
+    assert len(marker_listings) == 2 and {d for _, d in marker_listings} == {""}, marker_listings
+    assert ("_info", ".hoodie", "/") not in calls
+    assert [path for name, path, _ in calls if name == "_cat_file"].count(".hoodie/hoodie.properties") <= 2
+    assert {r["id"]: r["v"] for r in read_snapshot(HudiTable.open("s3://lake/t_obj", s3)).to_pylist()} == \
+        {f"k{i}": "y" for i in range(len(parts))}
+
+
 def test_log_files_on_local_disk_are_appended_while_under_the_limit(table_dir):
     writer = LocalWriter(opts(table_dir))
     for i in range(4):
