@@ -232,16 +232,17 @@ def test_a_commit_on_an_object_store_lists_each_folder_once(s3, monkeypatch, ind
     markers in one recursive listing, not one per partition folder."""
     import s3fs
 
+    table = f"t_obj_{index}"  # moto's buckets outlive its server in this process
     calls: list[tuple[str, str, str]] = []
     for name in ("_lsdir", "_cat_file", "_info"):
         real = getattr(s3fs.S3FileSystem, name)
 
         async def spy(self, path, *args, _real=real, _name=name, **kwargs):
-            calls.append((_name, path.split("/t_obj/", 1)[-1], kwargs.get("delimiter", "/")))
+            calls.append((_name, path.split(f"/{table}/", 1)[-1], kwargs.get("delimiter", "/")))
             return await _real(self, path, *args, **kwargs)
 
         monkeypatch.setattr(s3fs.S3FileSystem, name, spy)
-    options = dataclasses.replace(opts("s3://lake/t_obj", index), storage_options=s3)
+    options = dataclasses.replace(opts(f"s3://lake/{table}", index), storage_options=s3)
     parts = [f"p{i}" for i in range(6)]
     LocalWriter(options).write(rows(*[(f"k{i}", p, 1, "x") for i, p in enumerate(parts)]))
     calls.clear()
@@ -256,7 +257,7 @@ def test_a_commit_on_an_object_store_lists_each_folder_once(s3, monkeypatch, ind
     assert len(marker_listings) == 2 and {d for _, d in marker_listings} == {""}, marker_listings
     assert ("_info", ".hoodie", "/") not in calls
     assert [path for name, path, _ in calls if name == "_cat_file"].count(".hoodie/hoodie.properties") <= 2
-    assert {r["id"]: r["v"] for r in read_snapshot(HudiTable.open("s3://lake/t_obj", s3)).to_pylist()} == \
+    assert {r["id"]: r["v"] for r in read_snapshot(HudiTable.open(f"s3://lake/{table}", s3)).to_pylist()} == \
         {f"k{i}": "y" for i in range(len(parts))}
 
 
