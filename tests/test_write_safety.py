@@ -229,7 +229,7 @@ def test_a_commit_on_an_object_store_lists_each_folder_once(s3, monkeypatch, ind
     """Each request to an object store costs a round trip, and a stream pays them every micro-batch:
     a commit reads `hoodie.properties` without first asking whether `.hoodie` exists, lists each
     partition once (the walk that finds partitions feeds the file system view) and gathers its
-    markers in one recursive listing, not one per partition folder."""
+    markers in one recursive listing, not one per partition folder, which also finds `MARKERS.type`."""
     import s3fs
 
     table = f"t_obj_{index}"  # moto's buckets outlive its server in this process
@@ -256,6 +256,7 @@ def test_a_commit_on_an_object_store_lists_each_folder_once(s3, monkeypatch, ind
     # One to gather them, one in removing the folder (s3fs's recursive `rm`).
     assert len(marker_listings) == 2 and {d for _, d in marker_listings} == {""}, marker_listings
     assert ("_info", ".hoodie", "/") not in calls
+    assert not [path for name, path, _ in calls if name == "_info" and path.endswith("MARKERS.type")]
     assert [path for name, path, _ in calls if name == "_cat_file"].count(".hoodie/hoodie.properties") <= 2
     assert {r["id"]: r["v"] for r in read_snapshot(HudiTable.open(f"s3://lake/{table}", s3)).to_pylist()} == \
         {f"k{i}": "y" for i in range(len(parts))}

@@ -85,27 +85,28 @@ def parse(relative: str) -> Marker | None:
         return None
 
 
-def marker_type(storage: Storage, instant: str) -> MarkerType | None:
-    """The content of `MARKERS.type`, or None without one (`MarkerUtils.readMarkerType`)."""
-    path = f"{marker_folder(instant)}/{MARKER_TYPE_FILE}"
-    if not storage.exists(path):
-        return None
+def _read_type(storage: Storage, path: str) -> MarkerType | None:
+    """The content of `MARKERS.type` (`MarkerUtils.readMarkerType`)."""
     text = storage.read(path).decode("utf-8").strip()
     return MarkerType(text) if text else None
 
 
 def list_markers(storage: Storage, instant: str) -> list[Marker]:
-    """Every marker of `instant`, whichever kind wrote them (`MarkerBasedRollbackUtils.getAllMarkerPaths`)."""
+    """Every marker of `instant`, whichever kind wrote them (`MarkerBasedRollbackUtils.getAllMarkerPaths`).
+
+    One walk of the marker folder finds `MARKERS.type` too (an object store lists the folder in one
+    request, where asking for the type file first cost one more)."""
     folder = marker_folder(instant)
-    kind = marker_type(storage, instant)
+    files = {entry.path[len(folder) + 1:]: entry for entry in storage.walk_files(folder)}
+    kind = _read_type(storage, files[MARKER_TYPE_FILE].path) if MARKER_TYPE_FILE in files else None
     if kind is MarkerType.TIMELINE_SERVER_BASED:
         lines: list[str] = []
-        for entry in storage.list(folder):
-            if not entry.is_dir and entry.name.startswith(MARKERS_PREFIX) and entry.name != MARKER_TYPE_FILE:
+        for name, entry in sorted(files.items()):
+            if "/" not in name and name.startswith(MARKERS_PREFIX) and name != MARKER_TYPE_FILE:
                 lines.extend(storage.read(entry.path).decode("utf-8").splitlines())
         found = [parse(line) for line in lines if line.strip()]
     else:
-        found = [parse(entry.path[len(folder) + 1:]) for entry in storage.walk_files(folder)]
+        found = [parse(name) for name in files]
     unique = {m: None for m in found if m is not None}
     return list(unique)
 
