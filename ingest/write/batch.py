@@ -94,9 +94,10 @@ def open_for_write(options: WriteOptions, arrow_schema: pa.Schema) -> tuple[Hudi
         schema = incoming_avro_schema(arrow_schema, options.table_name)
         table = HudiTable.open_or_create(options.table_path, options.table_settings(), schema,
                                          options.storage_options, options.table_version)
+        options = options.for_table(table.config.props)
     else:
-        table = table.checked_for_write(options.for_table(table.config.props).table_settings())
-    options = options.for_table(table.config.props)
+        options = options.for_table(table.config.props)
+        table.checked_for_write(options.table_settings())
     table.config.check_compatible(options.table_path, options.identity_settings())
     return table, options
 
