@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import time
 from pathlib import Path
 
@@ -260,6 +261,76 @@ def test_a_commit_on_an_object_store_lists_each_folder_once(s3, monkeypatch, ind
     assert [path for name, path, _ in calls if name == "_cat_file"].count(".hoodie/hoodie.properties") <= 2
     assert {r["id"]: r["v"] for r in read_snapshot(HudiTable.open(f"s3://lake/{table}", s3)).to_pylist()} == \
         {f"k{i}": "y" for i in range(len(parts))}
+
+
+# FSUtils.LOG_FILE_PATTERN, written out here so the check does not lean on the code under test.
+HUDI_LOG_FILE = re.compile(r"^\.(?P<id>.+)_(?P<base>\d+)\.log\.(?P<version>\d+)_(?P<token>\d+-\d+-\d+)$")
+S3_WRITER = """
+import json, sys
+import pyarrow as pa
+from ingest.write.batch import LocalWriter
+from ingest.write.options import IndexOptions, IndexType, WriteOptions
+
+path, index, n, storage_options = sys.argv[1], sys.argv[2], int(sys.argv[3]), json.loads(sys.argv[4])
+hudi = {"hoodie.datasource.write.recordkey.field": "id", "hoodie.datasource.write.partitionpath.field": "part",
+        "hoodie.datasource.write.precombine.field": "ts"}
+options = WriteOptions(table_path=path, table_name="t", hudi=hudi, storage_options=storage_options,
+                       index=IndexOptions(type=IndexType(index), bucket_count=2))
+keys = [f"k{i}" for i in range(6)]
+LocalWriter(options).write(pa.table({"id": keys, "part": [f"p{i % 3}" for i in range(6)],
+                                     "ts": pa.array([n] * 6, pa.int64()), "v": [f"{k}-{n}" for k in keys]}))
+"""
+
+
+@pytest.mark.parametrize("index", ["bucket", "key"])
+def test_a_write_killed_on_an_object_store_is_rolled_back_by_its_markers(s3, index):
+    """A writer killed after writing its files leaves markers on S3 (one marker per data file, in
+    partition folders under `.hoodie/.temp/<instant>`, gathered by one recursive listing); the next
+    writer rolls the instant back from them (`MarkerBasedRollbackStrategy`): every file they name is
+    gone, so is the marker folder, and the table reads the last committed rows."""
+    import json
+    import subprocess
+    import sys
+
+    from ingest.faults import CRASH_EXIT_CODE
+    from ingest.hudi.table import markers
+
+    path = f"s3://lake/t_killed_{index}"  # moto's buckets outlive its server in this process
+
+    def write(n: int, crash_at: str | None = None) -> int:
+        env = {k: v for k, v in os.environ.items() if k != "INGEST_CRASH_AT"}
+        if crash_at:
+            env["INGEST_CRASH_AT"] = crash_at
+        done = subprocess.run([sys.executable, "-c", S3_WRITER, path, index, str(n), json.dumps(s3)], env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode in (0, CRASH_EXIT_CODE), done.stderr[-3000:]
+        return done.returncode
+
+    assert write(1) == 0
+    assert write(2, crash_at="after_data_write") == CRASH_EXIT_CODE
+    table = HudiTable.open(path, s3)
+    [failed] = table.timeline().pending(Action.DELTA_COMMIT)
+    left = markers.list_markers(table.storage, failed.timestamp)
+    assert {m.partition_path for m in left} == {"p0", "p1", "p2"}
+    assert all(table.storage.exists(m.data_file_path) for m in left)
+
+    assert write(3) == 0
+    table = HudiTable.open(path, s3)
+    timeline = table.timeline()
+    assert not timeline.pending() and failed.timestamp not in {i.timestamp for i in timeline.completed()}
+    # A base file or a log file that opened its slice is deleted; a log file appended to an older slice
+    # (a new log version here: no appends on S3) stays, and the rollback's COMMAND block goes to the
+    # slice's next log version, named with Hudi's roll-over token 1-0-1 (`BaseRollbackHelper`).
+    for m in left:
+        if not table.storage.exists(m.data_file_path):
+            continue
+        assert m.io_type is markers.IOType.APPEND, m
+        failed_log = HUDI_LOG_FILE.match(m.file_name)
+        later = [HUDI_LOG_FILE.match(e.name) for e in table.storage.list(m.partition_path)]
+        assert [g for g in later if g and g["id"] == failed_log["id"] and g["base"] == failed_log["base"]
+                and int(g["version"]) > int(failed_log["version"]) and g["token"] == "1-0-1"], m
+    assert list(table.storage.walk_files(markers.marker_folder(failed.timestamp))) == []
+    assert {(r["id"], r["v"]) for r in read_snapshot(table).to_pylist()} == {(f"k{i}", f"k{i}-3") for i in range(6)}
 
 
 def test_log_files_on_local_disk_are_appended_while_under_the_limit(table_dir):
