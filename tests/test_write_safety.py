@@ -9,11 +9,13 @@ import re
 import time
 from pathlib import Path
 
+import crashes
 import hudi_invariants
 import pyarrow as pa
 import pytest
 
 from ingest.errors import BadRecordError, ConcurrentWriterError, SchemaEvolutionError
+from ingest.hudi.table import markers
 from ingest.hudi.table.snapshot import read_snapshot
 from ingest.hudi.table.table import HudiTable
 from ingest.hudi.timeline.instant import Action
@@ -265,21 +267,6 @@ def test_a_commit_on_an_object_store_lists_each_folder_once(s3, monkeypatch, ind
 
 # FSUtils.LOG_FILE_PATTERN, written out here so the check does not lean on the code under test.
 HUDI_LOG_FILE = re.compile(r"^\.(?P<id>.+)_(?P<base>\d+)\.log\.(?P<version>\d+)_(?P<token>\d+-\d+-\d+)$")
-S3_WRITER = """
-import json, sys
-import pyarrow as pa
-from ingest.write.batch import LocalWriter
-from ingest.write.options import IndexOptions, IndexType, WriteOptions
-
-path, index, n, storage_options = sys.argv[1], sys.argv[2], int(sys.argv[3]), json.loads(sys.argv[4])
-hudi = {"hoodie.datasource.write.recordkey.field": "id", "hoodie.datasource.write.partitionpath.field": "part",
-        "hoodie.datasource.write.precombine.field": "ts"}
-options = WriteOptions(table_path=path, table_name="t", hudi=hudi, storage_options=storage_options,
-                       index=IndexOptions(type=IndexType(index), bucket_count=2))
-keys = [f"k{i}" for i in range(6)]
-LocalWriter(options).write(pa.table({"id": keys, "part": [f"p{i % 3}" for i in range(6)],
-                                     "ts": pa.array([n] * 6, pa.int64()), "v": [f"{k}-{n}" for k in keys]}))
-"""
 
 
 @pytest.mark.parametrize("index", ["bucket", "key"])
@@ -287,34 +274,23 @@ def test_a_write_killed_on_an_object_store_is_rolled_back_by_its_markers(s3, ind
     """A writer killed after writing its files leaves markers on S3 (one marker per data file, in
     partition folders under `.hoodie/.temp/<instant>`, gathered by one recursive listing); the next
     writer rolls the instant back from them (`MarkerBasedRollbackStrategy`): every file they name is
-    gone, so is the marker folder, and the table reads the last committed rows."""
-    import json
-    import subprocess
-    import sys
-
-    from ingest.faults import CRASH_EXIT_CODE
-    from ingest.hudi.table import markers
-
+    deleted or neutralized by a command block, the marker folder is gone, and the table reads the last
+    committed rows."""
     path = f"s3://lake/t_killed_{index}"  # moto's buckets outlive its server in this process
+    options = dataclasses.replace(opts(path, index), storage_options=s3)
 
-    def write(n: int, crash_at: str | None = None) -> int:
-        env = {k: v for k, v in os.environ.items() if k != "INGEST_CRASH_AT"}
-        if crash_at:
-            env["INGEST_CRASH_AT"] = crash_at
-        done = subprocess.run([sys.executable, "-c", S3_WRITER, path, index, str(n), json.dumps(s3)], env=env,
-                              capture_output=True, text=True, timeout=300)
-        assert done.returncode in (0, CRASH_EXIT_CODE), done.stderr[-3000:]
-        return done.returncode
+    def batch(n: int) -> pa.Table:
+        return rows(*[(f"k{i}", f"p{i % 3}", n, f"k{i}-{n}") for i in range(6)])
 
-    assert write(1) == 0
-    assert write(2, crash_at="after_data_write") == CRASH_EXIT_CODE
+    LocalWriter(options).write(batch(1))
+    assert crashes.in_child("after_data_write", lambda: LocalWriter(options).write(batch(2)))
     table = HudiTable.open(path, s3)
     [failed] = table.timeline().pending(Action.DELTA_COMMIT)
     left = markers.list_markers(table.storage, failed.timestamp)
     assert {m.partition_path for m in left} == {"p0", "p1", "p2"}
     assert all(table.storage.exists(m.data_file_path) for m in left)
 
-    assert write(3) == 0
+    LocalWriter(options).write(batch(3))
     table = HudiTable.open(path, s3)
     timeline = table.timeline()
     assert not timeline.pending() and failed.timestamp not in {i.timestamp for i in timeline.completed()}
