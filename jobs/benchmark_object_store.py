@@ -9,10 +9,13 @@ and prints the median commit time of each and the S3 requests of the last commit
 read back the same rows, or the run fails. The write tasks run in
 this process, so their requests (one marker and one file per file group written) are counted too.
 
-    python jobs/benchmark_object_store.py [--index bucket|key] [--commits 12] [--partitions 8]
+    python jobs/benchmark_object_store.py [--index bucket|key] [--commits 12] [--partitions 8] [--latency-ms 20]
 
 Needs `moto[server]`, `boto3` and `s3fs` (`pip install -e ".[test]"`). Loopback requests take a few
 milliseconds; a real object store's take tens, so there the requests are most of a commit's time.
+`--latency-ms` puts that back: moto then runs in a process of its own, reached through a proxy
+(another process) that holds every byte for half the round trip in each direction, so a request
+waits a round trip as it would across a network (the store's own time is still moto's).
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--partitions", type=int, default=8, help="partitions each batch spreads over (default 8)")
     p.add_argument("--rows", type=int, default=200, help="rows per batch (default 200)")
     p.add_argument("--buckets", type=int, default=4, help="buckets per partition, bucket index (default 4)")
+    p.add_argument("--latency-ms", type=float, default=0.0,
+                   help="a network round trip added to every S3 request, in milliseconds (default none)")
     return p.parse_args(argv)
 
 
@@ -91,17 +96,108 @@ def counting_s3_calls(requests: collections.Counter) -> None:
     s3fs.S3FileSystem._call_s3 = counted
 
 
+def delaying_proxy(upstream_port: int, one_way_s: float, ready) -> None:
+    """Forward loopback connections to `upstream_port`, holding each chunk `one_way_s` seconds on its
+    way in either direction; the listening port goes to `ready`. Chunks keep their order, so a request
+    waits a round trip as across a network. Connecting costs nothing: moto closes every connection
+    after its response, where a client of a real store reuses its connections."""
+    import asyncio
+
+    async def pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        loop = asyncio.get_running_loop()
+        held: asyncio.Queue = asyncio.Queue()
+
+        async def deliver() -> None:
+            while (item := await held.get())[1]:
+                due, chunk = item
+                if (wait := due - loop.time()) > 0:
+                    await asyncio.sleep(wait)
+                writer.write(chunk)
+                await writer.drain()
+            writer.close()
+
+        delivering = asyncio.create_task(deliver())
+        try:
+            while chunk := await reader.read(1 << 16):
+                held.put_nowait((loop.time() + one_way_s, chunk))
+        except ConnectionError:
+            pass
+        held.put_nowait((0.0, b""))
+        try:
+            await delivering
+        except ConnectionError:
+            pass
+
+    async def connect(client_reader, client_writer) -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", upstream_port)
+        await asyncio.gather(pump(client_reader, writer), pump(reader, client_writer))
+
+    async def serve() -> None:
+        server = await asyncio.start_server(connect, "127.0.0.1", 0)
+        ready.put(server.sockets[0].getsockname()[1])
+        await server.serve_forever()
+
+    asyncio.run(serve())
+
+
+class S3Server:
+    """moto's S3 server on loopback: in this process, or with `latency_ms`, in a process of its own
+    behind `delaying_proxy` (in-process, the server and a proxy would share this process's GIL with
+    the writer)."""
+
+    def __init__(self, latency_ms: float):
+        self.latency_ms = latency_ms
+        self._stops: list = []
+
+    def start(self) -> str:
+        if not self.latency_ms:
+            from moto.server import ThreadedMotoServer
+
+            server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+            server.start()
+            self._stops.append(server.stop)
+            host, port = server.get_host_and_port()
+            return f"http://{host}:{port}"
+        import multiprocessing
+        import socket
+        import subprocess
+        import sys
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            moto_port = s.getsockname()[1]
+        moto = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(moto_port)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self._stops.append(lambda: (moto.terminate(), moto.wait(10)))
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", moto_port), timeout=1).close()
+                break
+            except OSError:
+                if moto.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit("moto's server did not start") from None
+                time.sleep(0.1)
+        context = multiprocessing.get_context("spawn")
+        ready = context.Queue()
+        proxy = context.Process(target=delaying_proxy, args=(moto_port, self.latency_ms / 2000, ready), daemon=True)
+        proxy.start()
+        self._stops.append(lambda: (proxy.terminate(), proxy.join(10)))
+        return f"http://127.0.0.1:{ready.get(timeout=60)}"
+
+    def stop(self) -> None:
+        for stop in reversed(self._stops):
+            stop()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     import boto3
-    from moto.server import ThreadedMotoServer
 
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
+    server = S3Server(args.latency_ms)
+    endpoint = server.start()
     work = Path(tempfile.mkdtemp(prefix="ingest-bench-os-"))
     try:
-        host, port = server.get_host_and_port()
-        endpoint = f"http://{host}:{port}"
         boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="k", aws_secret_access_key="s",
                      region_name="us-east-1").create_bucket(Bucket="lake")
         s3 = {"key": "k", "secret": "s", "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-east-1"}}
@@ -118,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     warm = max(1, args.commits // 6)  # the first commits create the table and its folders
     figures = {
         "index": args.index, "commits": args.commits, "rows": args.rows, "partitions": args.partitions,
+        "latency_ms": args.latency_ms,
         "s3_commit_median_s": statistics.median(s3_times[warm:]),
         "local_commit_median_s": statistics.median(local_times[warm:]),
         "s3_requests_last_commit": dict(sorted(last_commit.items())),
@@ -125,7 +222,8 @@ def main(argv: list[str] | None = None) -> int:
         "table_rows": len(s3_rows),
     }
     print(f"{args.commits} commits of {args.rows} rows over {args.partitions} partitions, {args.index} index")
-    print(f"  commit median, moto S3 on loopback  {figures['s3_commit_median_s']:.3f} s")
+    where = f"{args.latency_ms:g} ms round trip" if args.latency_ms else "on loopback"
+    print(f"  commit median, moto S3 {where:17s} {figures['s3_commit_median_s']:.3f} s")
     print(f"  commit median, local disk           {figures['local_commit_median_s']:.3f} s")
     print(f"  S3 requests of the last commit      {figures['s3_requests_last_commit_total']}")
     for name, count in figures["s3_requests_last_commit"].items():
