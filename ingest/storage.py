@@ -22,10 +22,11 @@ import posixpath
 import re
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timezone
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
@@ -34,6 +35,14 @@ from ingest import faults
 
 # A file's bytes: one buffer, or pieces written in order (so large parts need not be joined first).
 Data = bytes | bytearray | memoryview | Sequence[bytes | bytearray | memoryview]
+
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+# Requests an object store serves side by side for one caller: botocore's connection pool holds 10
+# (`max_pool_connections`), and s3fs's client keeps it.
+REQUESTS_AT_ONCE = 10
 
 
 def pieces(data: Data) -> Sequence[bytes | bytearray | memoryview]:
@@ -149,6 +158,18 @@ class Storage:
     def can_append(self) -> bool:
         """True where appending bytes to an existing file is a real, in-place append."""
         return self.is_local
+
+    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
+        """`[fn(item) for item in items]`, with the calls side by side where each waits on a network
+        round trip (object stores; a commit's independent requests then cost one round trip, not one
+        each), one after another on a local disk, where threads bought nothing. Every call has
+        returned or failed before this does; the first failure, in the items' order, is raised."""
+        items = list(items)
+        if self.is_local or len(items) < 2:
+            return [fn(item) for item in items]
+        with ThreadPoolExecutor(min(REQUESTS_AT_ONCE, len(items)), thread_name_prefix="ingest-storage") as pool:
+            futures = [pool.submit(fn, item) for item in items]
+        return [f.result() for f in futures]
 
     # -- paths ----------------------------------------------------------------------------------
 
