@@ -357,8 +357,17 @@ class KeyStateStore:
     def _cache_key(self, shard: str) -> tuple:
         return (self.storage.base_url, shard, self.global_scope)
 
-    def load(self, shard: str, is_visible: Callable[[str], bool]) -> ShardState:
-        segments = [s for s in list_segments(self.storage, shard) if is_visible(s.instant)]
+    def segments_of(self, shards: Iterable[str]) -> dict[str, list[Segment]]:
+        """Each shard's segments, the folders listed side by side on object stores: a task loads its
+        shards one after another (they share this process's cache), but need not list them so."""
+        shards = list(dict.fromkeys(shards))
+        return dict(zip(shards, self.storage.map(lambda shard: list_segments(self.storage, shard), shards),
+                        strict=True))
+
+    def load(self, shard: str, is_visible: Callable[[str], bool], listed: list[Segment] | None = None) -> ShardState:
+        """The shard's state as of its visible segments (`listed`: its segments, if listed already)."""
+        listed = list_segments(self.storage, shard) if listed is None else listed
+        segments = [s for s in listed if is_visible(s.instant)]
         bases = [s for s in segments if s.kind == "base"]
         if bases:
             latest_base = bases[-1]

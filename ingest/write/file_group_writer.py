@@ -230,8 +230,10 @@ def write_file_groups(
     if logs:
         started = time.monotonic()
         contents = _data_contents(ctx, [group for _, group in logs], task)
-        for (i, (target, upserts, deletes)), blocks in zip(logs, contents, strict=True):
-            stats[i] = _write_log(ctx, target, upserts, deletes, blocks, task, started)
+        # Each group's marker comes before its log file; the groups themselves are independent.
+        written = ctx.storage.map(
+            lambda job: _write_log(ctx, *job[0][1], job[1], task, started), zip(logs, contents, strict=True))
+        stats.update((i, stat) for (i, _), stat in zip(logs, written, strict=True))
     return [stats[i] for i in sorted(stats)]
 
 

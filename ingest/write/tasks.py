@@ -353,9 +353,10 @@ def _bucket_writes(plan: WritePlan, records: pa.Table, task: TaskIdentity) -> Ta
     # One chunk: each file group's `_widen` takes from these columns, and a take from a chunked
     # column costs several times one from a contiguous one (Spark hands a task ~10,000-row batches).
     records = conform(plan, records).combine_chunks()
+    listed = store.segments_of(shard_name(plan, b) for b in pc.unique(records.column(BUCKET)).to_pylist())
     for (bucket,), group in _groups(_narrow(records, plan.ordering_field), [BUCKET]):
         group = _drop_internal(group, BUCKET)
-        state = store.load(shard_name(plan, bucket), plan.is_visible)
+        state = store.load(shard_name(plan, bucket), plan.is_visible, listed[shard_name(plan, bucket)])
         group = _bucket_tombstones(group, state)
         combined = pcb.precombine(group, plan.ordering_field, global_scope=False)
         resolved = resolve(combined, state, plan.ordering_field, plan.event_time, global_scope=False)
@@ -381,8 +382,8 @@ def _bucket_writes(plan: WritePlan, records: pa.Table, task: TaskIdentity) -> Ta
         results.append(TaskResult((), (), _counts(resolved, upserts)))
     refuse_pending_clustering(plan, (t.partition_path for t, _, _ in writes), (t.file_id for t, _, _ in writes))
     stats = tuple(write_file_groups(plan.write, _widen(plan, records, writes), task)) if writes else ()
-    segments = tuple(_write_segment(plan, store, state, changes, replaced)
-                     for state, changes, replaced in pending_state if changes.num_rows)
+    segments = tuple(store.storage.map(lambda pending: _write_segment(plan, store, *pending),
+                                       [p for p in pending_state if p[1].num_rows]))
     return TaskResult.merge([*results, TaskResult(stats, segments, {})])
 
 
@@ -427,9 +428,10 @@ def tag(plan: WritePlan, records: pa.Table, schema: pa.Schema) -> tuple[pa.Table
     out = []
     counts = dict.fromkeys(COUNTERS, 0)
     records = conform(plan, records)
+    listed = store.segments_of(shard_name(plan, s) for s in pc.unique(records.column(SHARD)).to_pylist())
     for (shard,), group in _groups(records, [SHARD]):
         group = _drop_internal(group, SHARD)
-        state = store.load(shard_name(plan, shard), plan.is_visible)
+        state = store.load(shard_name(plan, shard), plan.is_visible, listed[shard_name(plan, shard)])
         if not plan.global_scope:
             group = _expand_unknown_partitions(group, state)
         combined = pcb.precombine(group, plan.ordering_field, global_scope=plan.global_scope)
@@ -600,7 +602,7 @@ def _file_group_writes(plan: WritePlan, tagged: pa.Table, written: np.ndarray) -
 def write_state(plan: WritePlan, tagged: pa.Table) -> TaskResult:
     """Write each shard's state changes (rows still grouped by shard)."""
     store = plan.key_state()
-    segments = []
+    pending = []
     # Only the columns the state keeps: grouping takes every column it is given.
     kept = [c for c in (KIND, SHARD, pcb.KEY, pcb.PARTITION, FILE_ID, plan.ordering_field) if c is not None]
     for (shard,), group in _groups(tagged.select(kept), [SHARD]):
@@ -615,8 +617,11 @@ def write_state(plan: WritePlan, tagged: pa.Table) -> TaskResult:
         })
         changes = state_changes(live, dead_state, plan.ordering_field, plan.ordering_type, plan.instant)
         if changes.num_rows:
-            state = store.load(shard_name(plan, shard), plan.is_visible)
-            segments.append(_write_segment(plan, store, state, changes))
+            pending.append((shard_name(plan, shard), changes))
+    listed = store.segments_of(name for name, _ in pending)
+    # Each state is kept after its write (`KeyStateStore.write`), so loading them all first holds no more.
+    pending = [(store.load(name, plan.is_visible, listed[name]), changes) for name, changes in pending]
+    segments = store.storage.map(lambda job: _write_segment(plan, store, *job), pending)
     return TaskResult((), tuple(segments), {})
 
 

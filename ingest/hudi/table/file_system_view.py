@@ -97,16 +97,16 @@ def partition_listings(storage: Storage) -> dict[str, list[FileInfo]]:
     """Every partition's folder listing, from the one walk that finds the partitions (a view needs
     both; listing each partition again cost a request per partition on object stores)."""
     found: dict[str, list[FileInfo]] = {}
-
-    def walk(rel: str, entries: list[FileInfo]) -> None:
-        if any(not e.is_dir and e.name == PARTITION_METADATA for e in entries):
-            found[rel] = entries
-        for e in entries:
-            if e.is_dir and not e.name.startswith(".") and not (rel == "" and e.name == METAFOLDER):
-                walk(e.path, storage.list(e.path))
-
-    walk("", storage.list(""))
-    return found
+    level = {"": storage.list("")}
+    while level:  # a level of folders at a time, listed side by side on object stores
+        below = []
+        for rel, entries in level.items():
+            if any(not e.is_dir and e.name == PARTITION_METADATA for e in entries):
+                found[rel] = entries
+            below += [e.path for e in entries
+                      if e.is_dir and not e.name.startswith(".") and not (rel == "" and e.name == METAFOLDER)]
+        level = dict(zip(below, storage.map(storage.list, below), strict=True))
+    return dict(sorted(found.items()))
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,8 @@ class FileSystemView:
         if partitions is None:
             listing = partition_listings(storage)
         else:
-            listing = {p: storage.list(p) for p in partitions}
+            partitions = list(partitions)
+            listing = dict(zip(partitions, storage.map(storage.list, partitions), strict=True))
         return cls.from_listing(timeline, listing, replaced)
 
     @classmethod
