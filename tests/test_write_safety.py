@@ -232,13 +232,14 @@ def test_object_store_table_equals_local_table(s3, table_dir, index):
 def test_a_commit_on_an_object_store_lists_each_folder_once(s3, monkeypatch, index):
     """Each request to an object store costs a round trip, and a stream pays them every micro-batch:
     a commit reads `hoodie.properties` without first asking whether `.hoodie` exists, lists each
-    partition once (the walk that finds partitions feeds the file system view) and gathers its
-    markers in one recursive listing, not one per partition folder, which also finds `MARKERS.type`."""
+    partition once (the walk that finds partitions feeds the file system view), gathers its
+    markers in one recursive listing, not one per partition folder, which also finds `MARKERS.type`,
+    and deletes its heartbeat once."""
     import s3fs
 
     table = f"t_obj_{index}"  # moto's buckets outlive its server in this process
     calls: list[tuple[str, str, str]] = []
-    for name in ("_lsdir", "_cat_file", "_info"):
+    for name in ("_lsdir", "_cat_file", "_info", "_rm_file"):
         real = getattr(s3fs.S3FileSystem, name)
 
         async def spy(self, path, *args, _real=real, _name=name, **kwargs):
@@ -262,6 +263,8 @@ def test_a_commit_on_an_object_store_lists_each_folder_once(s3, monkeypatch, ind
     assert ("_info", ".hoodie", "/") not in calls
     assert not [path for name, path, _ in calls if name == "_info" and path.endswith("MARKERS.type")]
     assert [path for name, path, _ in calls if name == "_cat_file"].count(".hoodie/hoodie.properties") <= 2
+    # The instant's heartbeat is deleted once, though both the commit and the write's end stop it.
+    assert len([path for name, path, _ in calls if name == "_rm_file" and path.startswith(".hoodie/.heartbeat/")]) == 1
     assert {r["id"]: r["v"] for r in read_snapshot(HudiTable.open(f"s3://lake/{table}", s3)).to_pylist()} == \
         {f"k{i}": "y" for i in range(len(parts))}
 

@@ -68,6 +68,7 @@ class InstantHeartbeat:
         self.last_beat = 0.0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._deleted = False
 
     def beat(self) -> None:
         self.storage.touch(path(self.instant))  # a new modification time, as `HoodieHeartbeatClient` beats
@@ -93,8 +94,12 @@ class InstantHeartbeat:
                 pass  # the next beat retries; the tolerable misses cover a storage hiccup
 
     def stop(self) -> None:
-        """Stop refreshing and delete the file (the instant completed, or was given up)."""
+        """Stop refreshing and delete the file (the instant completed, or was given up). Called again,
+        it deletes again only if a beat outlived the first call (one request fewer on object stores)."""
+        if self._deleted and (self._thread is None or not self._thread.is_alive()):
+            return
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
         delete(self.storage, self.instant)
+        self._deleted = True
