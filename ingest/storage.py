@@ -159,15 +159,20 @@ class Storage:
         """True where appending bytes to an existing file is a real, in-place append."""
         return self.is_local
 
+    @property
+    def requests_at_once(self) -> int:
+        """How many calls `map` makes side by side: one on a local disk."""
+        return 1 if self.is_local else REQUESTS_AT_ONCE
+
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
         """`[fn(item) for item in items]`, with the calls side by side where each waits on a network
         round trip (object stores; a commit's independent requests then cost one round trip, not one
         each), one after another on a local disk, where threads bought nothing. Every call has
         returned or failed before this does; the first failure, in the items' order, is raised."""
         items = list(items)
-        if self.is_local or len(items) < 2:
+        if self.requests_at_once < 2 or len(items) < 2:
             return [fn(item) for item in items]
-        with ThreadPoolExecutor(min(REQUESTS_AT_ONCE, len(items)), thread_name_prefix="ingest-storage") as pool:
+        with ThreadPoolExecutor(min(self.requests_at_once, len(items)), thread_name_prefix="ingest-storage") as pool:
             futures = [pool.submit(fn, item) for item in items]
         return [f.result() for f in futures]
 

@@ -310,8 +310,8 @@ def _side_by_side(monkeypatch, kind_of) -> collections.Counter:
 def test_a_commits_independent_requests_to_an_object_store_go_side_by_side(s3, monkeypatch, index):
     """On an object store every request waits a network round trip, so a commit makes the requests
     that do not depend on each other side by side (`Storage.map`): the listings of the partitions for
-    the file system view, the key-index shards' listings and new segments, and each file group's log
-    file (its marker still before it). A commit over 64 partitions took 24.1 s with a 20 ms round trip
+    the file system view, the key-index shards' listings and new segments, each file group's log
+    file (its marker still before it) and merges of small base files. A commit over 64 partitions took 24.1 s with a 20 ms round trip
     when each waited for the last (`jobs/benchmark_object_store.py --latency-ms 20`)."""
     table = f"t_side_{index}"  # moto's buckets outlive its server in this process
     options = dataclasses.replace(opts(f"s3://lake/{table}", index), storage_options=s3)
@@ -331,16 +331,22 @@ def test_a_commits_independent_requests_to_an_object_store_go_side_by_side(s3, m
             return "log file"
         if method == "put_object" and key.startswith(".hoodie/.aux/ingest/key_index/") and ".parquet" in key:
             return "key-index segment"
+        if method == "put_object" and re.fullmatch(r"p\d/[^/]+\.parquet", key):
+            return "base file"
         return None
 
     peak = _side_by_side(monkeypatch, kind_of)
+    # New keys: with the key index they fill the partitions' small base files (`HoodieMergeHandle`).
+    LocalWriter(options).write(rows(*[(f"n{i}", p, 1, "n") for i, p in enumerate(parts)]))
+    if index == "key":
+        assert peak["base file"] >= 2, peak
     LocalWriter(options).write(rows(*[(f"k{i}", p, 2, "y") for i, p in enumerate(parts)]))  # log files
     assert peak["partition listing"] >= 2, peak
     assert peak["shard listing"] >= 2, peak
     assert peak["log file"] >= 2, peak
     assert peak["key-index segment"] >= 2, peak
     left = {r["id"]: r["v"] for r in read_snapshot(HudiTable.open(f"s3://lake/{table}", s3)).to_pylist()}
-    assert left == {f"k{i}": "y" for i in range(len(parts))}
+    assert left == {**{f"k{i}": "y" for i in range(len(parts))}, **{f"n{i}": "n" for i in range(len(parts))}}
 
 
 def test_storage_map_waits_for_every_call_and_raises_the_first_failure(s3, tmp_path):

@@ -205,6 +205,11 @@ def write_file_group(
     return write_file_groups(ctx, [(target, upserts, deletes)], task)[0]
 
 
+# Base files merged side by side on an object store, in total (each merge holds its file's rows, old
+# and new, and the new file's bytes): a few small files' merges share a round trip, a large one goes alone.
+MERGE_BYTES_AT_ONCE = 32 << 20
+
+
 def write_file_groups(
     ctx: WriteContext,
     groups: Iterable[tuple[FileGroupTarget, pa.Table, pa.Table]],
@@ -212,10 +217,18 @@ def write_file_groups(
 ) -> list[WriteStat]:
     """Write several file groups' upserts and deletes, in order; the log groups' records are encoded in
     one pass. Base files and merges are written as their groups come, so a lazy `groups` is held one
-    group at a time, except for the log groups, which wait for the encoder."""
+    group at a time, except for the log groups, which wait for the encoder, and on object stores a few
+    small merges, which go side by side."""
     stats: dict[int, WriteStat] = {}
     logs: list[tuple[int, tuple[FileGroupTarget, pa.Table, pa.Table]]] = []
+    merging: list[tuple[int, tuple[FileGroupTarget, pa.Table, pa.Table]]] = []
     dictionary: dict[str, bool] = {}  # new base files hold rows of one batch: they share the first's choice
+
+    def merge() -> None:
+        done = ctx.storage.map(lambda job: _merge_base_file(ctx, *job[1], task, time.monotonic()), merging)
+        stats.update((j, stat) for (j, _), stat in zip(merging, done, strict=True))
+        merging.clear()
+
     i = -1
     for group in groups:  # no enumerate: its reused result tuple would hold the last group a step longer
         i += 1
@@ -223,10 +236,15 @@ def write_file_groups(
         if writes_base_file(ctx, target, deletes):
             stats[i] = _write_base_file(ctx, target, upserts, task, time.monotonic(), dictionary)
         elif _merges(ctx, target, upserts):
-            stats[i] = _merge_base_file(ctx, target, upserts, deletes, task, time.monotonic())
+            merging.append((i, group))
+            if (len(merging) >= ctx.storage.requests_at_once
+                    or sum(t.base_size for _, (t, _, _) in merging) >= MERGE_BYTES_AT_ONCE):
+                merge()  # at once on a local disk: one group at a time, as the others
         else:
             logs.append((i, group))
         del group, upserts  # before the next group is made: a lazy caller's rows, one group at a time
+    if merging:
+        merge()
     if logs:
         started = time.monotonic()
         contents = _data_contents(ctx, [group for _, group in logs], task)
