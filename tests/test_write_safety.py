@@ -169,39 +169,6 @@ def test_hostile_partition_values_and_keys_never_leave_the_table(tmp_path, urlen
 # -- object stores ------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def s3(monkeypatch):
-    """A moto S3 server on loopback; s3fs refuses to rename, copy or append, as object stores can't."""
-    boto3 = pytest.importorskip("boto3")
-    s3fs = pytest.importorskip("s3fs")
-    from moto.server import ThreadedMotoServer
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="k", aws_secret_access_key="s",
-                 region_name="us-east-1").create_bucket(Bucket="lake")
-
-    def forbidden(*args, **kwargs):
-        raise AssertionError("rename/copy/append used on an object store")
-
-    for name in ("_mv", "mv", "_copy", "copy", "_cp_file", "cp_file"):
-        monkeypatch.setattr(s3fs.S3FileSystem, name, forbidden, raising=False)
-    original_open = s3fs.S3FileSystem._open
-
-    def open_no_append(self, path, mode="rb", *args, **kwargs):
-        if "a" in mode:
-            forbidden()
-        return original_open(self, path, mode, *args, **kwargs)
-
-    monkeypatch.setattr(s3fs.S3FileSystem, "_open", open_no_append)
-    options = {"key": "k", "secret": "s", "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-east-1"},
-               "skip_instance_cache": True}
-    yield options
-    server.stop()
-
-
 @pytest.mark.parametrize("index", ["bucket", "key"])
 def test_object_store_table_equals_local_table(s3, table_dir, index):
     batches = [
