@@ -3,6 +3,7 @@ continuing tables Hudi itself wrote, and a writer killed at every point of the c
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -99,6 +100,31 @@ def test_the_batch_after_a_small_one_is_written_by_one_task(spark, tmp_path):
     tasks = _writing_tasks(snapshot)
     assert [tasks[c.timestamp] for c in table.timeline().completed(Action.DELTA_COMMIT)] == [{0, 1}, {0, 1}, {0}, {0, 1}]
     assert our_rows(snapshot) == expected_rows(model)
+
+
+@pytest.mark.parametrize(("index", "insert_mode"), [("bucket", "log"), ("key", "base")])
+def test_the_sink_writes_a_table_on_an_object_store_as_on_a_local_disk(spark, s3, tmp_path, index, insert_mode):
+    """The executors write to an object store through s3fs in their Python workers, making a task's
+    independent requests side by side (`Storage.map`, threads in a forked worker): the same batches
+    read back the same from S3 as from a local disk, and as the model says."""
+    local = options_for(tmp_path / "table", index, insert_mode)
+    remote = dataclasses.replace(local, table_path=f"s3://lake/sink_{index}", storage_options=s3)
+    model = TableModel(event_time=True)
+    batches = []
+    for batch_id in range(3):
+        ops = [Op(f"k{(batch_id * 7 + i) % 40}", f"p{i % 6}", batch_id, values={"fare": float(i)}) for i in range(30)]
+        for op in ops:
+            op.values = model_values(op, False, batch_id)
+        batches.append(to_table(ops, False, batch_id))
+        model.apply(ops)
+    for options in (local, remote):
+        with HudiSink(options, spark=spark) as sink:
+            for batch_id, batch in enumerate(batches):
+                sink(spark_frame(spark, batch), batch_id)
+    from_s3 = our_rows(read_snapshot(HudiTable.open(remote.table_path, s3)))
+    assert from_s3 == expected_rows(model)
+    assert from_s3 == our_rows(read_snapshot(HudiTable.open(local.table_path)))
+    assert len(HudiTable.open(remote.table_path, s3).timeline().completed(Action.DELTA_COMMIT)) == len(batches)
 
 
 def test_keys_that_need_hudis_full_cut_are_written_again_with_the_exact_route(spark, tmp_path, caplog):
