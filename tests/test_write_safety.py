@@ -236,25 +236,27 @@ def test_a_commit_on_an_object_store_lists_each_folder_once(s3, monkeypatch, ind
         {f"k{i}": "y" for i in range(len(parts))}
 
 
-def _side_by_side(monkeypatch, kind_of) -> collections.Counter:
-    """The most S3 calls of each kind (`kind_of(method, params)`, None: not watched) in flight at once.
+def _side_by_side(monkeypatch, kind_of) -> tuple[collections.Counter, list[tuple[str, str]]]:
+    """The most S3 requests of each kind in flight at once, and every PUT's ("start" | "end", key) in
+    the order they happened. `kind_of("list" | "put", key)` names a request's kind (None: not watched);
+    keys are relative to the bucket. Listings are watched where s3fs lists a folder (`_lsdir`), writes
+    where it calls PutObject.
 
-    A watched call waits (a second at most) for another of its kind before it goes on, so calls made
-    side by side are seen together however the threads are scheduled, and calls made one after
-    another are seen alone."""
+    A watched request waits (a second at most) for another of its kind before it goes on, so requests
+    made side by side are seen together however the threads are scheduled, and requests made one
+    after another are seen alone."""
     import asyncio
 
     import s3fs
 
-    real = s3fs.S3FileSystem._call_s3
     in_flight: collections.Counter = collections.Counter()
     peak: collections.Counter = collections.Counter()
     company: dict[str, asyncio.Event] = {}
+    puts: list[tuple[str, str]] = []
 
-    async def watched(self, method, *args, **kwargs):
-        kind = kind_of(method, kwargs)
+    async def watched(kind, request):
         if kind is None:
-            return await real(self, method, *args, **kwargs)
+            return await request
         in_flight[kind] += 1
         peak[kind] = max(peak[kind], in_flight[kind])
         arrived = company.setdefault(kind, asyncio.Event())
@@ -265,12 +267,29 @@ def _side_by_side(monkeypatch, kind_of) -> collections.Counter:
                 await asyncio.wait_for(arrived.wait(), 1.0)
             except asyncio.TimeoutError:
                 pass
-            return await real(self, method, *args, **kwargs)
+            return await request
         finally:
             in_flight[kind] -= 1
 
-    monkeypatch.setattr(s3fs.S3FileSystem, "_call_s3", watched)
-    return peak
+    real_lsdir, real_call = s3fs.S3FileSystem._lsdir, s3fs.S3FileSystem._call_s3
+
+    async def lsdir(self, path, *args, **kwargs):
+        key = path.split("/", 1)[1] if "/" in path else ""
+        return await watched(kind_of("list", key), real_lsdir(self, path, *args, **kwargs))
+
+    async def call(self, method, *args, **kwargs):
+        if method != "put_object":
+            return await real_call(self, method, *args, **kwargs)
+        key = kwargs.get("Key", "")
+        puts.append(("start", key))
+        try:
+            return await watched(kind_of("put", key), real_call(self, method, *args, **kwargs))
+        finally:
+            puts.append(("end", key))
+
+    monkeypatch.setattr(s3fs.S3FileSystem, "_lsdir", lsdir)
+    monkeypatch.setattr(s3fs.S3FileSystem, "_call_s3", call)
+    return peak, puts
 
 
 @pytest.mark.parametrize("index", ["bucket", "key"])
@@ -285,24 +304,23 @@ def test_a_commits_independent_requests_to_an_object_store_go_side_by_side(s3, m
     parts = [f"p{i}" for i in range(6)]
     LocalWriter(options).write(rows(*[(f"k{i}", p, 1, "x") for i, p in enumerate(parts)]))
 
-    def kind_of(method, params):
-        key = params.get("Key") or params.get("Prefix") or ""
+    def kind_of(request, key):
         if not key.startswith(f"{table}/"):
             return None
-        key = key[len(table) + 1:]
-        if method == "list_objects_v2" and re.fullmatch(r"p\d/?", key):
+        key = key[len(table) + 1:].rstrip("/")
+        if request == "list" and re.fullmatch(r"p\d", key):
             return "partition listing"
-        if method == "list_objects_v2" and key.startswith(".hoodie/.aux/ingest/key_index/"):
+        if request == "list" and key.startswith(".hoodie/.aux/ingest/key_index/"):
             return "shard listing"
-        if method == "put_object" and HUDI_LOG_FILE.match(key.rpartition("/")[2]):
+        if request == "put" and HUDI_LOG_FILE.match(key.rpartition("/")[2]):
             return "log file"
-        if method == "put_object" and key.startswith(".hoodie/.aux/ingest/key_index/") and ".parquet" in key:
+        if request == "put" and key.startswith(".hoodie/.aux/ingest/key_index/") and ".parquet" in key:
             return "key-index segment"
-        if method == "put_object" and re.fullmatch(r"p\d/[^/]+\.parquet", key):
+        if request == "put" and re.fullmatch(r"p\d/[^/]+\.parquet", key):
             return "base file"
         return None
 
-    peak = _side_by_side(monkeypatch, kind_of)
+    peak, puts = _side_by_side(monkeypatch, kind_of)
     # New keys: with the key index they fill the partitions' small base files (`HoodieMergeHandle`).
     LocalWriter(options).write(rows(*[(f"n{i}", p, 1, "n") for i, p in enumerate(parts)]))
     if index == "key":
@@ -312,6 +330,14 @@ def test_a_commits_independent_requests_to_an_object_store_go_side_by_side(s3, m
     assert peak["shard listing"] >= 2, peak
     assert peak["log file"] >= 2, peak
     assert peak["key-index segment"] >= 2, peak
+    # Each data file's marker was written before the file was begun (`DirectWriteMarkers`).
+    ended = {key: n for n, (event, key) in enumerate(puts) if event == "end"}
+    files = [(n, key) for n, (event, key) in enumerate(puts) if event == "start" and re.match(rf"{table}/p\d/", key)]
+    assert files
+    for n, key in files:
+        partition, _, name = key[len(table) + 1:].partition("/")
+        [marker] = [k for k in ended if k.startswith(f"{table}/.hoodie/.temp/") and f"/{partition}/{name}.marker." in k]
+        assert ended[marker] < n, key
     left = {r["id"]: r["v"] for r in read_snapshot(HudiTable.open(f"s3://lake/{table}", s3)).to_pylist()}
     assert left == {**{f"k{i}": "y" for i in range(len(parts))}, **{f"n{i}": "n" for i in range(len(parts))}}
 
