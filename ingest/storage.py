@@ -23,7 +23,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import timezone
 from typing import IO, Any, TypeVar
@@ -172,8 +172,16 @@ class Storage:
         items = list(items)
         if self.requests_at_once < 2 or len(items) < 2:
             return [fn(item) for item in items]
-        with ThreadPoolExecutor(min(self.requests_at_once, len(items)), thread_name_prefix="ingest-storage") as pool:
+        pool = ThreadPoolExecutor(min(self.requests_at_once, len(items)), thread_name_prefix="ingest-storage")
+        try:
             futures = [pool.submit(fn, item) for item in items]
+            wait(futures)
+        except BaseException:
+            # Interrupted: no queued call starts, and none still runs once this raises (a write
+            # finishing after its caller gave up could land after another writer's rollback).
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
         return [f.result() for f in futures]
 
     # -- paths ----------------------------------------------------------------------------------

@@ -205,8 +205,8 @@ def write_file_group(
     return write_file_groups(ctx, [(target, upserts, deletes)], task)[0]
 
 
-# Base files merged side by side on an object store, in total (each merge holds its file's rows, old
-# and new, and the new file's bytes): a few small files' merges share a round trip, a large one goes alone.
+# Base files and incoming rows merged side by side on an object store, in total (each merge holds its
+# file's rows, old and new, and the new file's bytes): small merges share a round trip, a large one goes alone.
 MERGE_BYTES_AT_ONCE = 32 << 20
 
 
@@ -222,6 +222,7 @@ def write_file_groups(
     stats: dict[int, WriteStat] = {}
     logs: list[tuple[int, tuple[FileGroupTarget, pa.Table, pa.Table]]] = []
     merging: list[tuple[int, tuple[FileGroupTarget, pa.Table, pa.Table]]] = []
+    merging_bytes = 0  # their base files and incoming rows
     dictionary: dict[str, bool] = {}  # new base files hold rows of one batch: they share the first's choice
 
     def merge() -> None:
@@ -236,9 +237,12 @@ def write_file_groups(
         if writes_base_file(ctx, target, deletes):
             stats[i] = _write_base_file(ctx, target, upserts, task, time.monotonic(), dictionary)
         elif _merges(ctx, target, upserts):
+            size = target.base_size + upserts.nbytes
+            if merging and merging_bytes + size > MERGE_BYTES_AT_ONCE:
+                merge()  # a large one goes alone
             merging.append((i, group))
-            if (len(merging) >= ctx.storage.requests_at_once
-                    or sum(t.base_size for _, (t, _, _) in merging) >= MERGE_BYTES_AT_ONCE):
+            merging_bytes = size + (merging_bytes if len(merging) > 1 else 0)
+            if len(merging) >= ctx.storage.requests_at_once:
                 merge()  # at once on a local disk: one group at a time, as the others
         else:
             logs.append((i, group))

@@ -619,9 +619,13 @@ def write_state(plan: WritePlan, tagged: pa.Table) -> TaskResult:
         if changes.num_rows:
             pending.append((shard_name(plan, shard), changes))
     listed = store.segments_of(name for name, _ in pending)
-    # Each state is kept after its write (`KeyStateStore.write`), so loading them all first holds no more.
-    pending = [(store.load(name, plan.is_visible, listed[name]), changes) for name, changes in pending]
-    segments = store.storage.map(lambda job: _write_segment(plan, store, *job), pending)
+    segments = []
+    at_once = store.storage.requests_at_once  # states loaded a few at a time: one on a local disk
+    for start in range(0, len(pending), at_once):
+        loaded = [(store.load(name, plan.is_visible, listed[name]), changes)
+                  for name, changes in pending[start:start + at_once]]
+        segments += store.storage.map(lambda job: _write_segment(plan, store, *job), loaded)
+        del loaded
     return TaskResult((), tuple(segments), {})
 
 

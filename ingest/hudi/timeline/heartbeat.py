@@ -102,4 +102,5 @@ class InstantHeartbeat:
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
         delete(self.storage, self.instant)
-        self._deleted = True
+        # Only once no beat is under way: one that outlived the join could write the file again.
+        self._deleted = self._thread is None or not self._thread.is_alive()
