@@ -41,7 +41,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 # Requests an object store serves side by side for one caller: botocore's connection pool holds 10
-# (`max_pool_connections`), and s3fs's client keeps it.
+# unless the storage options' `config_kwargs` set `max_pool_connections` (s3fs hands them to botocore).
 REQUESTS_AT_ONCE = 10
 
 
@@ -161,8 +161,12 @@ class Storage:
 
     @property
     def requests_at_once(self) -> int:
-        """How many calls `map` makes side by side: one on a local disk."""
-        return 1 if self.is_local else REQUESTS_AT_ONCE
+        """How many calls `map` makes side by side: one on a local disk; on an object store as many as
+        its client keeps connections (`config_kwargs: {max_pool_connections: N}` raises them)."""
+        if self.is_local:
+            return 1
+        pool = (self.options.get("config_kwargs") or {}).get("max_pool_connections")
+        return max(1, int(pool)) if pool else REQUESTS_AT_ONCE
 
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
         """`[fn(item) for item in items]`, with the calls side by side where each waits on a network

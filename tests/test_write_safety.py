@@ -368,6 +368,18 @@ def test_storage_map_waits_for_every_call_and_raises_the_first_failure(s3, tmp_p
     assert threads == [threading.current_thread()] * 3
 
 
+def test_storage_map_makes_as_many_requests_at_once_as_the_client_keeps_connections(s3):
+    """botocore keeps 10 connections unless `max_pool_connections` says otherwise; `map` follows what
+    the storage options give the client."""
+    assert Storage("s3://lake/pool", s3).requests_at_once == 10
+    wider = {**s3, "config_kwargs": {"max_pool_connections": 24}}
+    storage = Storage("s3://lake/pool", wider)
+    assert storage.requests_at_once == 24
+    assert storage.fs.config_kwargs["max_pool_connections"] == 24
+    storage.map(lambda i: storage.write(f"f{i}", b"x"), range(30))
+    assert sorted(e.name for e in storage.list("")) == sorted(f"f{i}" for i in range(30))
+
+
 # FSUtils.LOG_FILE_PATTERN, written out here so the check does not lean on the code under test.
 HUDI_LOG_FILE = re.compile(r"^\.(?P<id>.+)_(?P<base>\d+)\.log\.(?P<version>\d+)_(?P<token>\d+-\d+-\d+)$")
 
