@@ -222,7 +222,6 @@ def write_file_groups(
     stats: dict[int, WriteStat] = {}
     logs: list[tuple[int, tuple[FileGroupTarget, pa.Table, pa.Table]]] = []
     merging: list[tuple[int, tuple[FileGroupTarget, pa.Table, pa.Table]]] = []
-    merging_bytes = 0  # their base files and incoming rows
     dictionary: dict[str, bool] = {}  # new base files hold rows of one batch: they share the first's choice
 
     def merge() -> None:
@@ -237,11 +236,10 @@ def write_file_groups(
         if writes_base_file(ctx, target, deletes):
             stats[i] = _write_base_file(ctx, target, upserts, task, time.monotonic(), dictionary)
         elif _merges(ctx, target, upserts):
-            size = target.base_size + upserts.nbytes
-            if merging and merging_bytes + size > MERGE_BYTES_AT_ONCE:
+            held = sum(t.base_size + u.nbytes for _, (t, u, _) in merging)  # their base files and rows
+            if merging and held + target.base_size + upserts.nbytes > MERGE_BYTES_AT_ONCE:
                 merge()  # a large one goes alone
             merging.append((i, group))
-            merging_bytes = size + (merging_bytes if len(merging) > 1 else 0)
             if len(merging) >= ctx.storage.requests_at_once:
                 merge()  # at once on a local disk: one group at a time, as the others
         else:
