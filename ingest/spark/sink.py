@@ -35,6 +35,7 @@ from pyspark.sql.types import StructType
 
 from ingest.errors import ConcurrentWriterError
 from ingest.hudi.avro.avro_names import sanitized_schema
+from ingest.hudi.table.listing_sync import ListingSync
 from ingest.hudi.timeline.commit_metadata import WriteStat
 from ingest.spark import routing
 from ingest.spark import task_functions as tf
@@ -330,6 +331,7 @@ class HudiSink:
         self.exact_routes = False  # set for good once a batch's keys need Hudi's full cut (`routing`)
         self.row_bytes: float | None = None  # the last batch's Arrow bytes per row (`arrow_batch_settings`)
         self.task_peaks: dict[str, int] = {}  # the last batch's write tasks' peak memory (`PEAK_NAMES`)
+        self.listings = ListingSync()  # partition listings, kept from one commit to the next
 
     def _lease(self) -> WriterLock:
         """Take the lease for one commit (waiting for another writer's commit to end), so writers of
@@ -388,7 +390,8 @@ class HudiSink:
         while True:
             engine = self._engine(df, label)
             try:
-                result = batch_mod.write_batch(engine, self.options, df, batch=batch, extra_metadata=extra, lock=lock)
+                result = batch_mod.write_batch(engine, self.options, df, batch=batch, extra_metadata=extra, lock=lock,
+                                               listings=self.listings)
                 break
             except Exception as error:
                 conflict = task_conflict(error)

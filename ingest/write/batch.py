@@ -24,6 +24,7 @@ from ingest.errors import BadRecordError, TableNotFound
 from ingest.faults import crash_point
 from ingest.hudi.avro import schema as avro
 from ingest.hudi.table.file_system_view import FileSlice
+from ingest.hudi.table.listing_sync import ListingSync
 from ingest.hudi.table.snapshot import ReadContext
 from ingest.hudi.table.table import HudiTable
 from ingest.hudi.timeline.commit_metadata import WriteStat
@@ -114,8 +115,10 @@ def write_batch(
     batch: BatchId | None = None,
     extra_metadata: Mapping[str, str] | None = None,
     lock: WriterLock | None = None,
+    listings: ListingSync | None = None,
 ) -> CommitResult:
-    """Write `data` as one commit (the caller holds `lock`, if the table is shared)."""
+    """Write `data` as one commit (the caller holds `lock`, if the table is shared; `listings`: the
+    partition listings the writer keeps between its commits)."""
     timings: dict[str, float] = {}
     t0 = time.monotonic()
     arrow_schema = engine.schema(data)
@@ -128,7 +131,7 @@ def write_batch(
     t1 = time.monotonic()
     txn = begin(table, incoming_avro_schema(arrow_schema, options.table_name), options.operation.value, batch,
                 options.heartbeat, options.lazy_failed_writes, keyed_fields=options.keyed_fields,
-                nested_additions=options.nested_field_additions)
+                nested_additions=options.nested_field_additions, listings=listings)
     if txn is None:
         return CommitResult(None, skipped_replay=True)
     try:
@@ -229,12 +232,13 @@ class LocalWriter:
     def __init__(self, options: WriteOptions, engine: LocalEngine | None = None):
         self.options = options
         self.engine = engine or LocalEngine()
+        self.listings = ListingSync()
 
     def write(self, data: pa.Table, batch: BatchId | None = None,
               extra_metadata: Mapping[str, str] | None = None) -> CommitResult:
         with for_writer(self.options) as lock:
             return write_batch(self.engine, self.options, data, batch=batch,
-                               extra_metadata=extra_metadata, lock=lock)
+                               extra_metadata=extra_metadata, lock=lock, listings=self.listings)
 
 
 __all__ = ["CommitResult", "Engine", "LocalEngine", "LocalWriter", "write_batch", "Transaction"]

@@ -29,6 +29,7 @@ from ingest.hudi.avro import schema as avro
 from ingest.hudi.services import rollback
 from ingest.hudi.table import markers, metadata_table, partition_metadata
 from ingest.hudi.table.file_system_view import FileSystemView
+from ingest.hudi.table.listing_sync import ListingSync
 from ingest.hudi.table.table import HudiTable
 from ingest.hudi.timeline import heartbeat
 from ingest.hudi.timeline.commit_metadata import CommitMetadata, WriteStat, decode_metadata
@@ -183,10 +184,12 @@ def begin(
     lazy: bool = False,
     keyed_fields: Iterable[str] = (),
     nested_additions: bool = False,
+    listings: ListingSync | None = None,
 ) -> Transaction | None:
     """Start a commit; None when `batch` was already committed (a replay after a restart).
     `keyed_fields` (the fields keys, partition paths and bucket hashes are made of) and `nested_additions`
-    (fields added to nested records are accepted): how the schema evolves (`avro.evolve`)."""
+    (fields added to nested records are accepted): how the schema evolves (`avro.evolve`). `listings`:
+    the writer's partition listings, kept from its previous commit (`listing_sync`)."""
     timeline = table.timeline()
     refuse_pending_restore(timeline, table.base_url)  # as checked before the lease, but under it
     metadata_table.remove(table)  # it would go stale: Hudi's readers would miss what we write
@@ -211,7 +214,8 @@ def begin(
             operation_type=operation.upper(), extra_metadata={WRITER_KEY: f"ingest {__version__}"},
         ).encode(table.version), layout)
         timeline = table.timeline()
-        view = table.view(timeline)
+        listing = listings.listing(table.storage, timeline, inflight.timestamp) if listings is not None else None
+        view = table.view(timeline, listing=listing)
     except BaseException:
         beat.stop()
         raise

@@ -124,10 +124,12 @@ class FileSystemView:
         timeline: Timeline,
         partitions: Iterable[str] | None = None,
         replaced: frozenset[tuple[str, str]] = frozenset(),
+        listing: dict[str, list[FileInfo]] | None = None,
     ) -> FileSystemView:
-        if partitions is None:
+        """`listing`: every partition's listing where the caller has it (`listing_sync`)."""
+        if listing is None and partitions is None:
             listing = partition_listings(storage)
-        else:
+        elif listing is None:
             partitions = list(partitions)
             listing = dict(zip(partitions, storage.map(storage.list, partitions), strict=True))
         return cls.from_listing(timeline, listing, replaced)

@@ -25,7 +25,7 @@ from ingest.hudi.timeline.commit_metadata import CommitMetadata, decode_metadata
 from ingest.hudi.timeline.instant import Action, Instant
 from ingest.hudi.timeline.timeline import AUX_FOLDER, METAFOLDER, TEMP_FOLDER, Timeline, read_instant
 from ingest.hudi.timeline.timeline_layout import TimelineLayout
-from ingest.storage import Storage
+from ingest.storage import FileInfo, Storage
 
 SCHEMA_KEY = "schema"
 # Completed instants whose metadata may say the table's schema.
@@ -140,10 +140,13 @@ class HudiTable:
     def timeline(self) -> Timeline:
         return Timeline.load(self.storage, self.layout, self.config.timeline_zone, self.version)
 
-    def view(self, timeline: Timeline | None = None, as_of: str | None = None) -> FileSystemView:
-        """The file groups, less those replaced (as of `as_of`: a later replace does not hide a group)."""
+    def view(self, timeline: Timeline | None = None, as_of: str | None = None,
+             listing: dict[str, list[FileInfo]] | None = None) -> FileSystemView:
+        """The file groups, less those replaced (as of `as_of`: a later replace does not hide a group);
+        `listing`: every partition's files, where the caller keeps them (`listing_sync`)."""
         timeline = timeline or self.timeline()
-        return FileSystemView.load(self.storage, timeline, replaced=self.replaced_file_groups(timeline, as_of))
+        return FileSystemView.load(self.storage, timeline, replaced=self.replaced_file_groups(timeline, as_of),
+                                   listing=listing)
 
     def commit_metadata(self, instant: Instant) -> CommitMetadata:
         return self._parsed(instant, self.layout, CommitMetadata.from_json)
