@@ -40,6 +40,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--index", choices=["bucket", "key"], default="bucket", help="the table's index (default bucket)")
     p.add_argument("--commits", type=int, default=12, help="batches written, one commit each (default 12)")
     p.add_argument("--partitions", type=int, default=8, help="partitions each batch spreads over (default 8)")
+    p.add_argument("--touched", type=int, default=None,
+                   help="partitions each batch after the first writes into, as a stream partitioned by time "
+                        "writes the latest few (default: all of --partitions)")
     p.add_argument("--rows", type=int, default=200, help="rows per batch (default 200)")
     p.add_argument("--buckets", type=int, default=4, help="buckets per partition, bucket index (default 4)")
     p.add_argument("--latency-ms", type=float, default=0.0,
@@ -47,9 +50,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def batch(i: int, rows: int, partitions: int) -> pa.Table:
+def batch(i: int, rows: int, partitions: int, touched: int | None = None) -> pa.Table:
+    """Batch `i`: over every partition, or after the first over `touched` of them, in turn."""
     keys = [(i * 37 + j) % (rows * 5) for j in range(rows)]
-    return pa.table({"id": [f"key-{k}" for k in keys], "part": [f"p{k % partitions}" for k in keys],
+    if i == 0 or not touched or touched >= partitions:
+        parts = [k % partitions for k in keys]
+    else:
+        parts = [(i * touched + k % touched) % partitions for k in keys]
+    return pa.table({"id": [f"key-{k}" for k in keys], "part": [f"p{p}" for p in parts],
                      "ts": pa.array([i] * rows, pa.int64()), "v": [f"value-{i}"] * rows})
 
 
@@ -69,7 +77,7 @@ def stream(writer: LocalWriter, args, requests: collections.Counter | None = Non
         if requests is not None:
             requests.clear()
         start = time.perf_counter()
-        writer.write(batch(i, args.rows, args.partitions))
+        writer.write(batch(i, args.rows, args.partitions, args.touched))
         times.append(time.perf_counter() - start)
         last = dict(requests or {})
     return times, last
@@ -214,14 +222,15 @@ def main(argv: list[str] | None = None) -> int:
     warm = max(1, args.commits // 6)  # the first commits create the table and its folders
     figures = {
         "index": args.index, "commits": args.commits, "rows": args.rows, "partitions": args.partitions,
-        "latency_ms": args.latency_ms,
+        "touched": args.touched or args.partitions, "latency_ms": args.latency_ms,
         "s3_commit_median_s": statistics.median(s3_times[warm:]),
         "local_commit_median_s": statistics.median(local_times[warm:]),
         "s3_requests_last_commit": dict(sorted(last_commit.items())),
         "s3_requests_last_commit_total": sum(last_commit.values()),
         "table_rows": len(s3_rows),
     }
-    print(f"{args.commits} commits of {args.rows} rows over {args.partitions} partitions, {args.index} index")
+    over = f"{args.touched} of {args.partitions}" if args.touched else f"{args.partitions}"
+    print(f"{args.commits} commits of {args.rows} rows over {over} partitions, {args.index} index")
     where = f"{args.latency_ms:g} ms round trip" if args.latency_ms else "on loopback"
     print(f"  commit median, moto S3 {where:17s} {figures['s3_commit_median_s']:.3f} s")
     print(f"  commit median, local disk           {figures['local_commit_median_s']:.3f} s")
