@@ -24,8 +24,8 @@ from ingest.hudi.table.listing_sync import ListingSync, partitions_named
 from ingest.hudi.table.snapshot import read_snapshot
 from ingest.hudi.table.table import HudiTable
 from ingest.hudi.timeline.commit_metadata import decode_metadata
-from ingest.hudi.timeline.instant import Action
-from ingest.hudi.timeline.timeline import read_instant, request
+from ingest.hudi.timeline.instant import Action, Instant, State
+from ingest.hudi.timeline.timeline import read_instant, request, start
 from ingest.write.batch import LocalWriter
 
 
@@ -129,7 +129,7 @@ def test_a_write_under_way_or_a_vanished_instant_means_a_full_listing(tmp_path):
     started = listing_sync.partition_listings
 
     def with_a_write_starting(storage_):
-        request(storage_, other, Action.DELTA_COMMIT, layout=layout)
+        start(storage_, request(storage_, other, Action.DELTA_COMMIT, layout=layout), layout=layout)
         return started(storage_)
 
     sync._kept = None  # the next commit lists in full, and another write starts while it does
@@ -137,9 +137,10 @@ def test_a_write_under_way_or_a_vanished_instant_means_a_full_listing(tmp_path):
         mp.setattr(listing_sync, "partition_listings", with_a_write_starting)
         w.write(_ops(4, [3]))
     assert sync.full_listings == 3
-    storage.delete(layout.path(HudiTable.open(w.path).timeline().get(other)))
+    for state in (State.INFLIGHT, State.REQUESTED):  # that writer gave up before writing
+        storage.delete(layout.path(Instant(other, Action.DELTA_COMMIT, state)))
     w.write(_ops(5, [4]))
-    assert sync.full_listings == 4, "the listing taken while the timeline moved was not kept"
+    assert sync.full_listings == 4, "the listing taken while another write started was not kept"
     w.write(_ops(6, [5]))
     assert sync.full_listings == 4
     assert our_rows(w.path) == w.expected()

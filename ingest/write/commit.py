@@ -75,6 +75,7 @@ class Transaction:
     existing_partitions: frozenset[str] = field(default=frozenset())
     heartbeat: InstantHeartbeat | None = None
     lazy: bool = False  # LAZY failed-writes cleaning: other writers roll back instants whose heartbeat expired
+    listings: ListingSync | None = None  # the writer's partition listings, told what the commit wrote
 
     @property
     def instant_time(self) -> str:
@@ -231,6 +232,7 @@ def begin(
         existing_partitions=frozenset(view.partitions),
         heartbeat=beat,
         lazy=lazy,
+        listings=listings,
     )
 
 
@@ -272,7 +274,7 @@ def complete_transaction(
     storage = txn.table.storage
     # A writer stalled past its lease may find its instant rolled back by the writer that took it over:
     # completing it then would publish files that rollback deleted (`ingest.write.fence`).
-    fence.check(storage, txn.timeline.layout, txn.instant_time)
+    after = fence.check(storage, txn.timeline.layout, txn.instant_time)
     removed = reconcile(txn, stats, extra_files, planned_sizes)
     if removed:
         log.info("removed %d files of failed task attempts: %s", len(removed), removed[:5])
@@ -298,6 +300,8 @@ def complete_transaction(
                     timeline=txn.timeline)
     markers.delete_all(storage, txn.instant_time)
     release(txn)
+    if txn.listings is not None:
+        txn.listings.committed(txn.instant_time, by_partition, after)
     return done
 
 

@@ -54,7 +54,10 @@ def rolled_back(storage: Storage, layout: TimelineLayout, instant: str) -> tuple
     """(why `instant` is no longer a live write, the rollback that names it if one does) or (None, None).
 
     Live: on the timeline (pending, or completed by its own writer) and named by no rollback."""
-    timeline = Timeline.load(storage, layout)
+    return _rolled_back(storage, Timeline.load(storage, layout), instant)
+
+
+def _rolled_back(storage: Storage, timeline: Timeline, instant: str) -> tuple[str | None, Instant | None]:
     rollback = rollback_of(storage, timeline, instant)
     if rollback is not None:
         state = "completed" if rollback.is_completed else "pending"
@@ -64,11 +67,13 @@ def rolled_back(storage: Storage, layout: TimelineLayout, instant: str) -> tuple
     return None, None
 
 
-def check(storage: Storage, layout: TimelineLayout, instant: str) -> None:
-    """Refuse to write for an instant that is no longer live."""
-    why, _ = rolled_back(storage, layout, instant)
+def check(storage: Storage, layout: TimelineLayout, instant: str) -> Timeline:
+    """Refuse to write for an instant that is no longer live; the timeline it read, where it is."""
+    timeline = Timeline.load(storage, layout)
+    why, _ = _rolled_back(storage, timeline, instant)
     if why is not None:
         raise InstantRolledBackError(f"{storage.base_url}: {why}; writing nothing")
+    return timeline
 
 
 def take_back_if_rolled_back(storage: Storage, layout: TimelineLayout, instant: str,

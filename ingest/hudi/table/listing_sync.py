@@ -11,12 +11,13 @@ rollback's `partitionMetadata`), the rest are kept.
 
 Kept listings are reused only when nothing else can have changed a partition unseen:
 
-* the listing was taken while no instant but the writer's own was past requested, and the timeline
-  did not change while it was taken (a write under way could have left files that its completion
-  does not name, such as a failed task attempt's, which `HoodieTable.finalizeWrite` deletes);
-* the writer's own instant of then has completed, and every other instant pending then is still
-  pending or has completed (one that vanished, such as an unscheduled compaction, which renames log
-  files, is Hudi's unsafe case too);
+* the listing was taken while no instant but the writer's own was past requested, and none went
+  past requested before the writer's commit read the timeline again, after its writes (its last
+  fence check): a write under way could have had files listed that its completion does not name,
+  such as a failed task attempt's, which `HoodieTable.finalizeWrite` deletes;
+* the writer's own instant of then has completed (its partitions are known without reading it back),
+  and every other instant pending then is still pending or has completed (one that vanished, such as
+  an unscheduled compaction, which renames log files, is Hudi's unsafe case too);
 * no instant but the writer's new one is past requested now, and each newly completed instant is a
   write, a clean, a rollback or a savepoint whose metadata can be read;
 * the table's timeline layout and version are the same.
@@ -27,7 +28,8 @@ Otherwise the table is listed in full, as without this, and the listing is kept 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 
 from ingest.hudi.table.file_names import PARTITION_METADATA
 from ingest.hudi.table.file_system_view import partition_listings
@@ -47,9 +49,10 @@ _WITH_PARTITION_METADATA = frozenset({Action.CLEAN, Action.ROLLBACK})
 @dataclass(frozen=True)
 class _Kept:
     key: tuple
-    instants: frozenset[Instant]
-    own: str
+    instants: frozenset[Instant]  # the timeline the listing was taken at
+    own: str  # the writer's instant then
     listing: Listing
+    own_partitions: frozenset[str] = frozenset()  # what it wrote, once it completed
 
 
 class ListingSync:
@@ -58,13 +61,14 @@ class ListingSync:
     `full_listings` and `partitions_listed` count what it did, for logs and tests."""
 
     def __init__(self) -> None:
-        self._kept: _Kept | None = None
+        self._kept: _Kept | None = None  # a listing the next commit may bring up to date
+        self._taken: _Kept | None = None  # the current commit's, kept once it completes
         self.full_listings = 0
         self.partitions_listed = 0
 
     def listing(self, storage: Storage, timeline: Timeline, own: str) -> Listing:
         """Every partition's listing as of `timeline`, which holds the writer's new instant `own`."""
-        kept, self._kept = self._kept, None
+        kept, self._kept, self._taken = self._kept, None, None
         key = (storage.base_url, timeline.layout, timeline.version)
         changed = _changed_partitions(storage, timeline, kept, own) if kept is not None and kept.key == key else None
         if changed is None:
@@ -80,9 +84,21 @@ class ListingSync:
                 else:  # a partition a clean or a replace deleted whole
                     listing.pop(partition, None)
             listing = dict(sorted(listing.items()))
-        if _only_requested_besides(timeline, own) and timeline.reload(storage).files == timeline.files:
-            self._kept = _Kept(key, frozenset(timeline.instants), own, listing)
+        if _only_requested_besides(timeline, own):
+            self._taken = _Kept(key, frozenset(timeline.instants), own, listing)
         return {p: list(entries) for p, entries in listing.items()}
+
+    def committed(self, own: str, partitions: Iterable[str], after: Timeline) -> None:
+        """The writer's instant `own` completed, writing into `partitions`; `after` is a timeline read
+        after its writes. The listing is kept if no other instant went past requested meanwhile: one
+        that did may have had files listed half-written."""
+        taken, self._taken = self._taken, None
+        if taken is None or taken.own != own:
+            return
+        moved = [i for i in after.instants
+                 if i.state is not State.REQUESTED and i.timestamp != own and i not in taken.instants]
+        if not moved:
+            self._kept = replace(taken, own_partitions=frozenset(partitions))
 
 
 def _only_requested_besides(timeline: Timeline, own: str) -> bool:
@@ -103,13 +119,13 @@ def _changed_partitions(storage: Storage, timeline: Timeline, kept: _Kept, own: 
     new = sorted(i for i in timeline.instants if i.state is State.COMPLETED and i not in kept.instants)
     if any(i.action not in _WRITES | _WITH_PARTITION_METADATA | {Action.SAVEPOINT} for i in new):
         return None
-    named = [i for i in new if i.action is not Action.SAVEPOINT]
+    named = [i for i in new if i.action is not Action.SAVEPOINT and i.timestamp != kept.own]
     try:
         metadata = storage.map(lambda i: decode_metadata(read_instant(storage, i, timeline.layout)), named)
     except (OSError, ValueError, KeyError, TypeError, EOFError) as e:
         log.info("listing every partition: an instant's metadata could not be read: %s", e)
         return None
-    return sorted(set().union(*(partitions_named(i.action, m) for i, m in zip(named, metadata, strict=True))))
+    return sorted(kept.own_partitions.union(*(partitions_named(i.action, m) for i, m in zip(named, metadata, strict=True))))
 
 
 def partitions_named(action: Action, metadata: dict) -> set[str]:
