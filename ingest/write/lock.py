@@ -33,7 +33,7 @@ from ingest.hudi.table.table import HudiTable
 from ingest.hudi.timeline.timeline import AUX_FOLDER, refuse_pending_restore
 from ingest.liveness import ProcessIdentity
 from ingest.storage import Storage
-from ingest.write.index_bootstrap import refuse_unmergeable_writes
+from ingest.write.index_bootstrap import Manifest, refuse_unmergeable_writes
 from ingest.write.options import WriteOptions
 
 log = logging.getLogger(__name__)
@@ -53,15 +53,18 @@ def _refuse_unwritable(storage: Storage, writes_records: bool) -> None:
         return  # the writer creates it
     config.check_writable(storage.base_url)
     table = HudiTable(storage, config)
+    # Three reads that do not wait on each other, side by side on an object store (a failure is
+    # raised as the first of them in this order would have raised it, one after another).
     try:
-        timeline = table.timeline()
+        timeline, schema_folder, manifest = storage.map(lambda read: read(), [
+            table.timeline, table.schema_folder_listing, lambda: Manifest.read(table) if writes_records else None])
     except TimelineError:
         return
     refuse_pending_restore(timeline, storage.base_url)
-    table.check_no_schema_history(timeline)
+    table.check_no_schema_history(timeline, schema_folder)
     if writes_records:
         try:
-            refuse_unmergeable_writes(table, timeline)
+            refuse_unmergeable_writes(table, timeline, manifest)
         except FileNotFoundError:
             return
         except TimelineError as e:

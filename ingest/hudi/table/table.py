@@ -172,13 +172,15 @@ class HudiTable:
             self._completed_parsed[key] = parsed
         return parsed
 
-    def check_no_schema_history(self, timeline: Timeline) -> None:
+    def check_no_schema_history(self, timeline: Timeline, schema_folder: list[FileInfo] | None = None) -> None:
         """Refuse writing a table whose schema Hudi evolved on read (renames, drops, type changes): its
         readers then map old files' columns by field id from the InternalSchema history
         (`TableSchemaResolver.getTableInternalSchemaFromCommitMetadata`, `InternalSchemaCache`), and take the
         latest schema-changing commit's `latest_schema`. A commit without one (as ingest writes them) drops
-        that mapping, so renamed columns read as null, and writers that follow assign field ids anew."""
-        found = next((e.name for e in self.storage.list(SCHEMA_HISTORY_FOLDER) if not e.is_dir), None)
+        that mapping, so renamed columns read as null, and writers that follow assign field ids anew.
+        `schema_folder`: the listing of `.hoodie/.schema`, where the caller has it (`schema_folder_listing`)."""
+        listed = self.schema_folder_listing() if schema_folder is None else schema_folder
+        found = next((e.name for e in listed if not e.is_dir), None)
         marker = f"{SCHEMA_HISTORY_FOLDER}/{found}" if found else None
         if marker is None:
             for instant in reversed(timeline.completed(*_SCHEMA_WRITES)):
@@ -191,6 +193,9 @@ class HudiTable:
             raise UnsupportedTable(f"{self.base_url}: its schema is kept by Hudi's schema on read ({marker}): Hudi's "
                                    "readers map its columns by field id, which ingest's commits do not carry (renamed "
                                    "or dropped columns would be misread after them); not written")
+
+    def schema_folder_listing(self) -> list[FileInfo]:
+        return self.storage.list(SCHEMA_HISTORY_FOLDER)
 
     def replaced_file_groups(self, timeline: Timeline, as_of: str | None = None,
                              before: str | None = None) -> frozenset[tuple[str, str]]:
