@@ -154,12 +154,11 @@ def _write_and_commit(engine: Engine, options: WriteOptions, table: HudiTable, t
     crash_point("after_data_write")
 
     t3 = time.monotonic()
-    if lock is not None:
-        lock.check()
     extra = {**engine.commit_metadata(), **(extra_metadata or {})}
-    done = complete_transaction(txn, list(result.stats), extra, extra_files=result.segments,
-                                planned_sizes=plan.planned_sizes())
-    index_bootstrap.advance(table, options, done.timestamp, txn.timeline)
+    done = complete_transaction(
+        txn, list(result.stats), extra, extra_files=result.segments, planned_sizes=plan.planned_sizes(),
+        lease_check=lock.check if lock is not None else None,
+        after_commit=[lambda done: index_bootstrap.advance(table, options, done.timestamp, txn.timeline)])
     timings["commit"] = time.monotonic() - t3
     crash_point("after_commit")
     return CommitResult(

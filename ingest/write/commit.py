@@ -17,11 +17,13 @@ the writer lease already tells that its writer is gone, except under LAZY failed
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ingest import __version__
 from ingest.errors import ConcurrentWriterError
@@ -237,17 +239,19 @@ def begin(
 
 
 def reconcile(txn: Transaction, stats: Iterable[WriteStat], extra_files: Iterable[str] = (),
-              planned_sizes: Mapping[str, int] | None = None) -> list[str]:
+              planned_sizes: Mapping[str, int] | None = None,
+              found: list[markers.Marker] | None = None) -> list[str]:
     """Remove what failed or duplicate task attempts wrote: files with a marker but no write stat.
 
     A file the instant created is deleted; a pre-existing log file that a failed attempt appended to
-    is cut back to the size the plan recorded (local disks; object stores never append).
+    is cut back to the size the plan recorded (local disks; object stores never append). `found`: the
+    instant's markers, where the caller listed them once its tasks had ended.
     """
     storage = txn.table.storage
     kept = {s.path for s in stats if s.path} | set(extra_files)
     planned_sizes = planned_sizes or {}
     removed = []
-    for marker in markers.list_markers(storage, txn.instant_time):
+    for marker in markers.list_markers(storage, txn.instant_time) if found is None else found:
         path = marker.data_file_path
         if path in kept or not storage.exists(path):
             continue
@@ -268,14 +272,23 @@ def complete_transaction(
     extra_metadata: Mapping[str, str] | None = None,
     extra_files: Iterable[str] = (),
     planned_sizes: Mapping[str, int] | None = None,
+    lease_check: Callable[[], None] | None = None,
+    after_commit: Iterable[Callable[[Instant], None]] = (),
 ) -> Instant:
-    """Publish the commit: after this returns, every reader sees the instant's data."""
+    """Publish the commit: after this returns, every reader sees the instant's data.
+
+    `lease_check` (the writer still holds its lease) runs beside the fence's read of the timeline and
+    the listing of the instant's markers, and `after_commit` beside deleting the markers and the
+    heartbeat: on an object store, requests that do not wait on each other cost one round trip, not
+    one each."""
     abort_if_heartbeat_expired(txn)
     storage = txn.table.storage
     # A writer stalled past its lease may find its instant rolled back by the writer that took it over:
     # completing it then would publish files that rollback deleted (`ingest.write.fence`).
-    after = fence.check(storage, txn.timeline.layout, txn.instant_time)
-    removed = reconcile(txn, stats, extra_files, planned_sizes)
+    _, after, found = storage.map(_call, [lease_check or _nothing,
+                                          lambda: fence.check(storage, txn.timeline.layout, txn.instant_time),
+                                          lambda: markers.list_markers(storage, txn.instant_time)])
+    removed = reconcile(txn, stats, extra_files, planned_sizes, found)
     if removed:
         log.info("removed %d files of failed task attempts: %s", len(removed), removed[:5])
     by_partition: dict[str, list[WriteStat]] = {}
@@ -298,11 +311,19 @@ def complete_transaction(
     )
     done = complete(storage, txn.instant, metadata.encode(txn.table.version), crash_point="mid_commit",
                     timeline=txn.timeline)
-    markers.delete_all(storage, txn.instant_time)
-    release(txn)
+    storage.map(_call, [lambda: markers.delete_all(storage, txn.instant_time), lambda: release(txn),
+                        *(functools.partial(step, done) for step in after_commit)])
     if txn.listings is not None:
         txn.listings.committed(txn.instant_time, by_partition, after)
     return done
+
+
+def _call(step: Callable[[], Any]) -> Any:
+    return step()
+
+
+def _nothing() -> None:
+    return None
 
 
 def abort_if_heartbeat_expired(txn: Transaction) -> None:
