@@ -24,7 +24,7 @@ from ingest.hudi.timeline.instant import Action, State
 from ingest.storage import Storage
 from ingest.write.batch import LocalWriter
 from ingest.write.commit import abort, begin
-from ingest.write.lock import WriterLock, for_writer
+from ingest.write.lock import LOCK_FOLDER, OLD_EPOCHS_AT_ONCE, WriterLock, for_writer
 from ingest.write.options import IndexOptions, IndexType, WriteOptions
 
 FS_PROVIDER = "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
@@ -206,6 +206,22 @@ def test_ingest_writers_take_turns_waiting_a_bounded_time(table_dir):
     thread.join(30)
     assert outcome and outcome[0].instant is not None, outcome
     assert snapshot(table_dir) == {("a", "p", 1, "x"), ("b", "p", 1, "y")}
+
+
+def test_earlier_lease_files_are_deleted_a_batch_at_a_time_and_stay_few(table_dir):
+    """Each commit takes the lease as a new epoch file; the files of earlier epochs go
+    `OLD_EPOCHS_AT_ONCE` at a time, the two before the current one always kept."""
+    storage = Storage(str(table_dir))
+    writer = LocalWriter(opts(table_dir))
+    seen = []
+    for i in range(2 * OLD_EPOCHS_AT_ONCE + 5):
+        writer.write(rows((f"k{i}", "p", 1, "x")))
+        seen.append(sorted(int(e.name.split(".")[1]) for e in storage.list(LOCK_FOLDER) if e.name.startswith("writer.")))
+    latest = seen[-1][-1]
+    assert latest == 2 * OLD_EPOCHS_AT_ONCE + 5
+    assert max(len(epochs) for epochs in seen) == OLD_EPOCHS_AT_ONCE + 2
+    assert all(epochs == list(range(epochs[0], epochs[-1] + 1)) and len(epochs) >= 3 for epochs in seen[2:]), seen
+    assert min(seen[-1]) > OLD_EPOCHS_AT_ONCE, "the earliest epochs' files are gone"
 
 
 def test_a_hudi_lock_left_by_a_stopped_ingest_writer_is_taken_over_with_the_lease(table_dir):

@@ -39,6 +39,9 @@ from ingest.write.options import WriteOptions
 log = logging.getLogger(__name__)
 LOCK_FOLDER = f"{AUX_FOLDER}/ingest/lock"
 _EPOCH_RE = re.compile(r"^writer\.(\d{10})\.json$")
+# Lease files of earlier epochs are deleted this many at a time, side by side: on an object store one
+# round trip every few commits, where deleting one per commit cost one every commit.
+OLD_EPOCHS_AT_ONCE = 8
 
 
 def _refuse_unwritable(storage: Storage, writes_records: bool) -> None:
@@ -185,8 +188,8 @@ class WriterLock:
             self._acquired_at = time.time()
             if self.storage.create(_epoch_path(current + 1), self._record().to_bytes()):
                 self.epoch = current + 1
-                for old in epochs[:-2]:
-                    self.storage.delete(_epoch_path(old))
+                if len(epochs) - 2 >= OLD_EPOCHS_AT_ONCE:  # the two before this one stay
+                    self.storage.map(self.storage.delete, [_epoch_path(old) for old in epochs[:-2]])
                 self._start_heartbeat()
                 self._sweep()
                 return None
