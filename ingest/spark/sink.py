@@ -313,7 +313,8 @@ class HudiSink:
 
     Takes the table's writer lease per commit (plan, write, commit, inline services), waiting up to
     `write.lock_wait_seconds` for it, so a stream and a backfill of one table take turns; each
-    commit reads the timeline and the key index afresh after taking it.
+    commit reads the timeline and the key index afresh after taking it, and lists again the
+    partitions the timeline says changed since its last commit (`listing_sync`).
     """
 
     def __init__(self, options: WriteOptions, *, spark: SparkSession | None = None, on_error: str = "fail",
