@@ -135,3 +135,44 @@ def test_the_rollback_command_refuses_a_hudi_instant_with_a_live_heartbeat(hudi_
     assert main(["rollback", str(table_dir), pending]) == 1
     assert f"deltacommit {pending} is inflight with a live heartbeat" in capsys.readouterr().err
     assert HudiTable.open(str(table_dir)).timeline().get(pending).state is State.INFLIGHT
+
+
+def test_a_beat_that_outlives_stop_is_deleted_by_the_next_stop(tmp_path, monkeypatch):
+    """`stop` waits `STOP_WAIT_S` for a beat under way, then deletes the file anyway; a beat that ends
+    later writes the file again, and the next `stop` (the write's end, after the commit's) deletes it
+    once more, where a stop with no beat left running makes no request."""
+    import threading
+
+    from ingest.storage import Storage
+
+    class SlowStorage(Storage):
+        def __init__(self, root):
+            super().__init__(root)
+            self.touches, self.deletes = 0, 0
+            self.in_beat, self.let_go = threading.Event(), threading.Event()
+
+        def touch(self, rel):
+            self.touches += 1
+            if self.touches == 2:  # the first beat of the thread: held until the test lets it go
+                self.in_beat.set()
+                self.let_go.wait(10)
+            return super().touch(rel)
+
+        def delete(self, rel):
+            self.deletes += 1
+            return super().delete(rel)
+
+    monkeypatch.setattr(heartbeat, "STOP_WAIT_S", 0.1)
+    storage = SlowStorage(str(tmp_path))
+    beat = heartbeat.InstantHeartbeat(storage, "20261129000000000", HeartbeatSettings(interval_ms=10)).start()
+    assert storage.in_beat.wait(10)
+    beat.stop()  # the beat is still under way
+    assert not storage.exists(heartbeat.path("20261129000000000")) and storage.deletes == 1
+    storage.let_go.set()
+    beat._thread.join(10)
+    assert storage.exists(heartbeat.path("20261129000000000")), "the late beat wrote the file again"
+    beat.stop()
+    assert not storage.exists(heartbeat.path("20261129000000000")) and storage.deletes == 2
+    beat.stop()
+    assert storage.deletes == 2, "no beat left: nothing more to delete"
+

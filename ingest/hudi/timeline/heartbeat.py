@@ -30,6 +30,9 @@ class HeartbeatSettings:
         return self.interval_ms * self.tolerable_misses / 1000.0
 
 
+STOP_WAIT_S = 5.0  # how long `stop` waits for a beat under way before deleting the file anyway
+
+
 def path(instant: str) -> str:
     return f"{FOLDER}/{instant}"
 
@@ -100,7 +103,7 @@ class InstantHeartbeat:
             return
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=5)
+            self._thread.join(timeout=STOP_WAIT_S)
         delete(self.storage, self.instant)
         # Only once no beat is under way: one that outlived the join could write the file again.
         self._deleted = self._thread is None or not self._thread.is_alive()
