@@ -17,6 +17,7 @@ from model import Op
 from service_tables import ModelWriter, hudi_rs_rows, our_rows, service_settings, to_table
 
 from ingest import services
+from ingest.errors import TimelineError
 from ingest.hudi.config.table_version import TableVersion
 from ingest.hudi.table import listing_sync
 from ingest.hudi.table.file_system_view import list_partitions, partition_listings
@@ -143,6 +144,27 @@ def test_a_write_under_way_or_a_vanished_instant_means_a_full_listing(tmp_path):
     assert sync.full_listings == 4, "the listing taken while another write started was not kept"
     w.write(_ops(6, [5]))
     assert sync.full_listings == 4
+    assert our_rows(w.path) == w.expected()
+
+
+def test_an_instant_archived_while_its_metadata_is_read_means_a_full_listing(tmp_path, monkeypatch):
+    """A Hudi archiver running beside the writer may delete a completed instant's file between the
+    writer's timeline read and its read of that instant (the instant then is no metadata anyone reads):
+    the table is listed in full, and the commit goes on."""
+    w = ModelWriter(tmp_path / "t", version=9)
+    sync = _checked(w)
+    w.write(_ops(1, list(range(6))))
+    assert services.compact(w.path, service_settings(TableVersion.of(9))).executed
+    real = listing_sync.read_instant
+
+    def archived(storage, instant, layout):
+        if instant.action is Action.COMPACTION:
+            raise TimelineError(f"instant file {layout.path(instant)} is missing")
+        return real(storage, instant, layout)
+
+    monkeypatch.setattr(listing_sync, "read_instant", archived)
+    w.write(_ops(2, [1]))
+    assert sync.full_listings == 2 and sync.checked == 2
     assert our_rows(w.path) == w.expected()
 
 

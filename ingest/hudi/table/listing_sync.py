@@ -31,6 +31,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
+from ingest.errors import TimelineError
 from ingest.hudi.table.file_names import PARTITION_METADATA
 from ingest.hudi.table.file_system_view import partition_listings
 from ingest.hudi.timeline.commit_metadata import decode_metadata
@@ -122,7 +123,7 @@ def _changed_partitions(storage: Storage, timeline: Timeline, kept: _Kept, own: 
     named = [i for i in new if i.action is not Action.SAVEPOINT and i.timestamp != kept.own]
     try:
         metadata = storage.map(lambda i: decode_metadata(read_instant(storage, i, timeline.layout)), named)
-    except (OSError, ValueError, KeyError, TypeError, EOFError) as e:
+    except (TimelineError, OSError, ValueError, KeyError, TypeError, EOFError) as e:  # archived meanwhile, ...
         log.info("listing every partition: an instant's metadata could not be read: %s", e)
         return None
     return sorted(kept.own_partitions.union(*(partitions_named(i.action, m) for i, m in zip(named, metadata, strict=True))))
