@@ -192,6 +192,20 @@ def test_archival_keeps_a_replacecommit_whose_groups_a_savepoint_kept():
     assert archiver._earliest_to_retain_for_replaced_groups(timeline, guarded, file_versions) is None
 
 
+def test_a_pending_restore_is_named_before_an_unreadable_index_manifest(tmp_path):
+    """The checks before the lease read the timeline, `.hoodie/.schema` and the index's manifest side by
+    side, and still refuse in the order they check: the pending restore, whatever the manifest holds."""
+    rng = random.Random(6)
+    w = ModelWriter(tmp_path / "t", version=9)
+    grow(w, rng, 0, 2)
+    storage = w.table.storage
+    assert storage.exists(index_bootstrap.MANIFEST)
+    storage.write(index_bootstrap.MANIFEST, b"{not json")
+    storage.write(f"{w.table.layout.folder}/{w.table.timeline().new_instant_time()}.restore.requested", b"")
+    with pytest.raises(TimelineError, match="Found pending restore"):
+        w.write(random_batch(rng, 9, keys=8, size=6))
+
+
 @pytest.mark.parametrize("version, state", [(6, "requested"), (6, "inflight"), (8, "inflight"), (9, "requested")])
 def test_nothing_is_written_while_a_restore_is_pending(tmp_path, version, state):
     """`BaseHoodieWriteClient.startCommit`: "Found pending restore in active timeline. Please complete the

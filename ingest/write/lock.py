@@ -24,7 +24,9 @@ import re
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ingest.errors import ConcurrentWriterError, TableNotFound, TimelineError
 from ingest.hudi.config.table_config import TableConfig
@@ -56,24 +58,45 @@ def _refuse_unwritable(storage: Storage, writes_records: bool) -> None:
         return  # the writer creates it
     config.check_writable(storage.base_url)
     table = HudiTable(storage, config)
-    # Three reads that do not wait on each other, side by side on an object store (a failure is
-    # raised as the first of them in this order would have raised it, one after another).
+    # Three reads that do not wait on each other, side by side on an object store; each one's failure
+    # is raised where the checks, one after another, would have met it.
+    timeline, schema_folder, manifest = storage.map(_outcome, [
+        table.timeline, table.schema_folder_listing, lambda: Manifest.read(table) if writes_records else None])
     try:
-        timeline, schema_folder, manifest = storage.map(lambda read: read(), [
-            table.timeline, table.schema_folder_listing, lambda: Manifest.read(table) if writes_records else None])
+        timeline = timeline.value()
     except TimelineError:
         return
     refuse_pending_restore(timeline, storage.base_url)
-    table.check_no_schema_history(timeline, schema_folder)
+    table.check_no_schema_history(timeline, schema_folder.value())
     if writes_records:
         try:
-            refuse_unmergeable_writes(table, timeline, manifest)
+            refuse_unmergeable_writes(table, timeline, manifest.value())
         except FileNotFoundError:
             return
         except TimelineError as e:
             if not isinstance(e.__cause__, FileNotFoundError):
                 raise  # a commit that does not parse: refused here, before anything is written
             return
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """A read's value, or the exception it raised, kept to be raised where it is used."""
+
+    result: Any = None
+    error: Exception | None = None
+
+    def value(self) -> Any:
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+def _outcome(read: Callable[[], Any]) -> _Outcome:
+    try:
+        return _Outcome(read())
+    except Exception as e:  # noqa: BLE001 - raised again by `value`, where the read's result is used
+        return _Outcome(error=e)
 
 
 @dataclass(frozen=True)
