@@ -121,6 +121,8 @@ def test_the_sink_writes_a_table_on_an_object_store_as_on_a_local_disk(spark, s3
         with HudiSink(options, spark=spark) as sink:
             for batch_id, batch in enumerate(batches):
                 sink(spark_frame(spark, batch), batch_id)
+            # The table listed in full once; each later batch lists what the timeline says changed.
+            assert sink.listings.full_listings == 1 and sink.listings.partitions_listed == 2 * 6
     from_s3 = our_rows(read_snapshot(HudiTable.open(remote.table_path, s3)))
     assert from_s3 == expected_rows(model)
     assert from_s3 == our_rows(read_snapshot(HudiTable.open(local.table_path)))
