@@ -158,7 +158,7 @@ def _write_and_commit(engine: Engine, options: WriteOptions, table: HudiTable, t
     done = complete_transaction(
         txn, list(result.stats), extra, extra_files=result.segments, planned_sizes=plan.planned_sizes(),
         lease_check=lock.check if lock is not None else None,
-        after_commit=[lambda done: index_bootstrap.advance(table, options, done.timestamp, txn.timeline)])
+        after_commit=[lambda published: index_bootstrap.advance(table, options, published.timestamp, txn.timeline)])
     timings["commit"] = time.monotonic() - t3
     crash_point("after_commit")
     return CommitResult(
