@@ -168,6 +168,29 @@ def test_an_instant_archived_while_its_metadata_is_read_means_a_full_listing(tmp
     assert our_rows(w.path) == w.expected()
 
 
+def test_a_table_upgraded_between_commits_is_listed_in_full(tmp_path):
+    """`ingest upgrade` between two commits moves the timeline to layout 2 and the table to version 9:
+    the kept listings belong to another layout, so the next commit lists the table in full."""
+    from service_tables import HUDI_SETTINGS
+
+    from ingest.upgrade import upgrade
+
+    w = ModelWriter(tmp_path / "t", version=6)
+    sync = _checked(w)
+    w.write(_ops(1, list(range(6))))
+    w.write(_ops(2, [1]))
+    assert sync.full_listings == 1
+    upgrade(w.path, 9)
+    w.writer.options = dataclasses.replace(w.writer.options, hudi=HUDI_SETTINGS)
+    w.write(_ops(3, [2]))
+    assert HudiTable.open(w.path).version.number == 9
+    assert sync.full_listings == 2 and sync.checked == 3
+    w.write(_ops(4, [3]))
+    assert sync.full_listings == 2
+    assert our_rows(w.path) == w.expected()
+    assert sorted(hudi_rs_rows(w.path)) == sorted(w.expected())
+
+
 def test_hudis_own_instants_name_the_partitions_they_changed(fixture_tables):
     """Hudi's deltacommit, replacecommit (insert overwrite), clustering and compaction metadata, as Hudi
     0.14 and 1.x wrote it (JSON at table version 6, Avro from 8 on), parse into partitions of the
