@@ -40,7 +40,7 @@ from ingest.hudi.timeline.heartbeat import HeartbeatSettings
 from ingest.hudi.timeline.instant import Action, Instant, State, check_instant_time
 from ingest.hudi.timeline.timeline import read_instant, refuse_pending_restore
 from ingest.write import commit
-from ingest.write.index_bootstrap import refuse_unmergeable_writes
+from ingest.write.index_bootstrap import Manifest, refuse_unmergeable_writes
 from ingest.write.lock import WriterLock
 
 log = logging.getLogger(__name__)
@@ -166,7 +166,7 @@ def _table(target: Target, storage_options: Mapping[str, Any] | None, service: s
     table = _checked(target, service) if isinstance(target, HudiTable) else open_table(
         target, storage_options, service=service)
     if service == "compaction":
-        refuse_unmergeable_writes(table, table.timeline())
+        refuse_unmergeable_writes(table, table.timeline(), Manifest.read(table))
     metadata_table.remove(table)
     return table
 

@@ -49,7 +49,7 @@ from ingest.kafka.registry import RegistrySettings, SubjectVersion, subject_urls
 from ingest.kafka.spec import DecoderSpec, decoder_spec
 from ingest.storage import Storage, within
 from ingest.write.file_group_writer import InsertMode
-from ingest.write.index_bootstrap import refuse_unmergeable_writes
+from ingest.write.index_bootstrap import Manifest, refuse_unmergeable_writes
 from ingest.write.options import (
     BatchRetry,
     IndexOptions,
@@ -561,7 +561,7 @@ class Resolver:
             timeline = hudi_table.timeline()
             hudi_table.schema(timeline)  # the latest commit parses: writers build on it
             hudi_table.check_no_schema_history(timeline)
-            refuse_unmergeable_writes(hudi_table, timeline)
+            refuse_unmergeable_writes(hudi_table, timeline, Manifest.read(hudi_table))
             slices = hudi_table.view(timeline).latest_writer_slices()
         except UnsupportedTable as e:
             raise ConfigError(str(e).removeprefix(f"{table.path}: "), source=properties) from None

@@ -127,16 +127,15 @@ def foreign_commits(table: HudiTable, timeline: Timeline, manifest: Manifest) ->
     return out + undone_writes(table, timeline, manifest)
 
 
-def refuse_unmergeable_writes(table: HudiTable, timeline: Timeline, manifest: Manifest | None | str = "read") -> None:
+def refuse_unmergeable_writes(table: HudiTable, timeline: Timeline, manifest: Manifest | None) -> None:
     """Before a write begins: the log blocks other writers' deltacommits and log compactions left where
     the latest file slices' reads merge them, unseen by the index, must be blocks ingest merges
     (`log_reader.refuse_unmergeable`: no partial updates, no changelog deletes). The index's rebuild
     would read them, but only once the write's instant is requested; refused here, the table is left as
     it was. Once Hudi compacted those slices, their log files are not read, and the write goes ahead.
-    `manifest`: the index's manifest where the caller read it (None: there is none), else "read"."""
+    `manifest`: the index's manifest (`Manifest.read`; None: there is none)."""
     instants: set[str] = set()  # the foreign instants, and the log files they wrote
     logs: set[str] = set()
-    manifest = Manifest.read(table) if manifest == "read" else manifest
     for instant, meta in _unseen(table, timeline, manifest, Action.DELTA_COMMIT, Action.LOG_COMPACTION):
         written = [p for p in meta.written_paths() if is_log_file(posixpath.basename(p))]
         if written:
