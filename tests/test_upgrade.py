@@ -410,8 +410,16 @@ def test_merge_properties_of_a_v6_config_at_8_and_9(payload, precombine, mode, p
     config as stored: the legacy payload class is the stored one (`reconcilePayloadClassConfig`), the
     strategy id is removed (`reconcileMergeModeConfig`), the precombine field becomes the ordering fields
     (`reconcileOrderingFieldsConfig`), and the removals win over the 7-to-8 settings
-    (`HoodieTableConfig.updateAndDeleteProps`)."""
+    (`HoodieTableConfig.updateAndDeleteProps`).
+
+    `UpgradeDowngrade.run` sets every key a handler sets under its alternatives too ("add alternate keys"),
+    and removes the main key only: `hoodie.compaction.record.merger.strategy`, the alternative of
+    `RECORD_MERGE_STRATEGY_ID`, holds the strategy the upgrade set at 8 and still at 9. Left at version 6's
+    value (event time on every table), a commit-time table downgraded to 8 by Hudi's
+    `NineToEightDowngradeHandler` fails `inferMergingConfigsForPreV9Table` ("Configured payload class ...
+    and record merge strategy ID ... conflict with each other")."""
     stored = {"hoodie.table.name": "t", "hoodie.table.type": "MERGE_ON_READ", "hoodie.table.version": "6",
+              "hoodie.compaction.record.merger.strategy": EVENT_TIME_STRATEGY,  # what every v6 table holds
               "hoodie.compaction.payload.class": payload,
               "hoodie.table.keygenerator.class": "org.apache.hudi.keygen.SimpleAvroKeyGenerator"}
     if precombine:
@@ -421,8 +429,10 @@ def test_merge_properties_of_a_v6_config_at_8_and_9(payload, precombine, mode, p
     assert (at8["hoodie.record.merge.mode"], at8["hoodie.compaction.payload.class"],
             at8["hoodie.record.merge.strategy.id"]) == (mode, payload_at_8, strategy_at_8)
     assert (at8["hoodie.table.initial.version"], at8["hoodie.table.keygenerator.type"]) == ("6", "SIMPLE_AVRO")
+    assert at8["hoodie.compaction.record.merger.strategy"] == strategy_at_8
     at9 = upgrade_properties.changes(config, TableVersion.of(9)).applied_to(stored)
     assert at9["hoodie.record.merge.mode"] == mode and at9["hoodie.table.legacy.payload.class"] == payload
+    assert at9["hoodie.compaction.record.merger.strategy"] == strategy_at_8
     for gone in ("hoodie.record.merge.strategy.id", "hoodie.compaction.payload.class", "hoodie.table.precombine.field"):
         assert gone not in at9, gone
     assert at9.get("hoodie.table.ordering.fields") == precombine

@@ -16,7 +16,10 @@ Mirrors Hudi 1.2's upgrade handlers and how `UpgradeDowngrade.run` applies them:
 * 8 to 9 (`EightToNineUpgradeHandler.upgrade`): the strategy id goes unless the merge mode is CUSTOM
   (`reconcileMergeModeConfig`), the payload class moves to `hoodie.table.legacy.payload.class`
   (`reconcilePayloadClassConfig`), the precombine field becomes `hoodie.table.ordering.fields`
-  (`reconcileOrderingFieldsConfig`).
+  (`reconcileOrderingFieldsConfig`);
+* each key set is also set under its alternative names, and a key removed is removed under its own name
+  only: `hoodie.compaction.record.merger.strategy` keeps the strategy id the upgrade set, which Hudi's
+  downgrade to 8 and its pre-9 merge inference read (`HoodieTableConfig.getRecordMergeStrategyId`).
 
 What ingest does not upgrade is refused before anything changes (`check_upgradable`): payload classes
 other than the three built-in ones ingest writes (Hudi would also set partial-update modes and merge
@@ -148,6 +151,13 @@ def _eight_to_nine(config: TableConfig, updates: dict[str, str], deletes: set[st
         deletes.add(K.PRECOMBINE_FIELD.key)
 
 
+# The keys the handlers set that Hudi's `HoodieTableConfig` declares with alternatives: `UpgradeDowngrade.run`
+# sets each alternative to the same value ("add alternate keys"), and removes only the main key. The
+# others it sets (timeline path, payload class, merge mode, initial version, key generator class and
+# type, legacy payload class) have none.
+_ALTERNATIVES = {K.RECORD_MERGE_STRATEGY_ID.key: (K.RECORD_MERGER_STRATEGY.key,)}
+
+
 def changes(config: TableConfig, target: TableVersion) -> PropertyChanges:
     """The property changes of every handler from the table's version to `target`, from its config as stored."""
     updates: dict[str, str] = {}
@@ -157,6 +167,9 @@ def changes(config: TableConfig, target: TableVersion) -> PropertyChanges:
         _seven_to_eight(config, updates, deletes)
     if not start.ordering_fields_key and target.ordering_fields_key:
         _eight_to_nine(config, updates, deletes)
+    for key, alternatives in _ALTERNATIVES.items():
+        if key in updates:
+            updates.update(dict.fromkeys(alternatives, updates[key]))
     updates[K.VERSION.key] = str(target.number)
     updates[K.TIMELINE_LAYOUT_VERSION.key] = str(target.timeline_layout)
     return PropertyChanges(updates, frozenset(deletes))
