@@ -69,6 +69,11 @@ class InvalidInstant(IngestError):
     """An instant time given by a user is not in a format Hudi accepts, or names no usable point of the timeline."""
 
 
+class WriteConflict(ConcurrentWriterError):
+    """Another writer changed, or planned to change, a file group this write changed while it ran
+    (Hudi's `HoodieWriteConflictException`): the write is not committed, and a retry plans it afresh."""
+
+
 class ClusteringConflict(IngestError):
     """A write would change a file group a pending clustering is going to replace."""
 

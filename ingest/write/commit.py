@@ -47,7 +47,7 @@ from ingest.hudi.timeline.timeline import (
 )
 from ingest.index import key_state as ks
 from ingest.storage import Storage
-from ingest.write import fence
+from ingest.write import conflicts, fence
 from ingest.write.file_group_writer import cut_back
 
 log = logging.getLogger(__name__)
@@ -288,6 +288,8 @@ def complete_transaction(
     _, after, found = storage.map(_call, [lease_check or _nothing,
                                           lambda: fence.check(storage, txn.timeline.layout, txn.instant_time),
                                           lambda: markers.list_markers(storage, txn.instant_time)])
+    # Another writer may have replaced, or planned to replace, a file group this write changed.
+    conflicts.check(storage, txn.timeline, after, txn.instant_time, conflicts.changed_groups(stats))
     removed = reconcile(txn, stats, extra_files, planned_sizes, found)
     if removed:
         log.info("removed %d files of failed task attempts: %s", len(removed), removed[:5])
