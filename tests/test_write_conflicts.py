@@ -150,3 +150,48 @@ def test_which_instants_conflict_with_a_write(tmp_path):
     with pytest.raises(WriteConflict, match=rf"{OVERLAP} .*instantTime=320.*'g1-0' in partition 'p'"):
         conflicts.check(storage, before, Timeline.from_file_names(same), ours, changed)
     conflicts.check(storage, before, Timeline.from_file_names(same), ours, frozenset())  # it changed nothing
+
+
+def test_the_spark_sink_writes_a_conflicting_batch_again_from_a_fresh_timeline(spark, tmp_path, monkeypatch):
+    """The conflict is found by the driver before it commits; the sink's retry (`BatchRetry`, as Hudi's
+    streaming sink retries) rolls the attempt back and writes the batch into the table as it now is."""
+    from service_tables import HUDI_SETTINGS
+
+    from ingest.spark.sink import HudiSink, SparkEngine
+    from ingest.write.options import BatchRetry, IndexOptions, IndexType, WriteOptions
+
+    path = tmp_path / "t"
+    options = WriteOptions(table_path=str(path), table_name="trips", hudi=HUDI_SETTINGS,
+                           index=IndexOptions(type=IndexType.KEY, shards=2),
+                           batch_retry=BatchRetry(attempts=2, interval_ms=0))
+    first = [Op(f"k{i}", "chennai" if i % 2 else "sao_paulo", 1, False, {"fare": float(i)}) for i in range(6)]
+    update = [Op("k1", "chennai", 2, False, {"fare": 10.0}), Op("k2", "sao_paulo", 2, False, {"fare": 20.0})]
+    with HudiSink(options, spark=spark) as sink:
+        sink(spark.createDataFrame(to_table(first)), 0)
+        table = HudiTable.open(str(path))
+        (partition, file_id), = [(s.partition_path, s.file_id) for s in table.view().latest_file_slices()
+                                 if s.partition_path == "city=chennai"]
+        deleted = []
+        run = SparkEngine.run
+
+        def run_then_delete_partition(self, plan, prepared):
+            result = run(self, plan, prepared)
+            if not deleted:  # a Hudi `delete_partition` completes while the first attempt's tasks ran
+                deleted.append(table.timeline().new_instant_time())
+                t = deleted[0]
+                for name, body in ((f"{t}.replacecommit.requested", b""), (f"{t}.replacecommit.inflight", b""),
+                                   (f"{t}.replacecommit", json.dumps({
+                                       "partitionToWriteStats": {}, "partitionToReplaceFileIds": {partition: [file_id]},
+                                       "compacted": False, "extraMetadata": {},
+                                       "operationType": "DELETE_PARTITION"}).encode())):
+                    table.storage.write(f".hoodie/{name}", body)
+            return result
+
+        monkeypatch.setattr(SparkEngine, "run", run_then_delete_partition)
+        sink(spark.createDataFrame(to_table(update)), 1)
+    # chennai's first rows went with the partition; the retry wrote k1 into a new file group there.
+    expected = {(o.key, o.partition, o.ts, o.values["fare"]) for o in first if o.partition == "sao_paulo" and o.key != "k2"}
+    expected |= {(o.key, o.partition, o.ts, o.values["fare"]) for o in update}
+    assert our_rows(path) == expected
+    assert sorted(hudi_rs_rows(path)) == sorted(expected)
+    assert len(completed_deltacommits(path)) == 2  # the first batch, and the retried one once
