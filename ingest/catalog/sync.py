@@ -236,9 +236,10 @@ def sync_table(table: HudiTable, settings: SyncSettings, client: CatalogClient) 
             synced = (existing.parameters.get(LAST_COMMIT_TIME_SYNC),
                       existing.parameters.get(LAST_COMMIT_COMPLETION_TIME_SYNC))
             wanted = {**existing.parameters, **definition.parameters}
-            if (existing.columns != definition.columns or wanted != existing.parameters
+            columns_differ = _compared(existing.columns) != _compared(definition.columns)
+            if (columns_differ or wanted != existing.parameters
                     or existing.serde_parameters != dict(definition.serde_parameters)):
-                if existing.columns != definition.columns:
+                if columns_differ:
                     result.schema_updated.append(definition.name)
                 client.update_table(settings.database, definition, wanted)
         _sync_partitions(commits, settings, client, definition, synced, result)
@@ -247,6 +248,13 @@ def sync_table(table: HudiTable, settings: SyncSettings, client: CatalogClient) 
     result.last_commit = last.timestamp
     result.seconds = time.monotonic() - started
     return result
+
+
+def _compared(columns: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Columns as Hudi's sync compares them (`HiveSchemaUtil.getSchemaDifference`): names in lower case, as
+    a metastore keeps them, and types ignoring case (`equalsIgnoreCase`). Compared as written, a column
+    named in capitals would alter both tables, and every partition with them (CASCADE), at every sync."""
+    return [(name.lower(), kind.replace(" ", "").lower()) for name, kind in columns]
 
 
 def _sync_partitions(commits: Commits, settings: SyncSettings, client: CatalogClient, definition: TableDefinition,
