@@ -12,7 +12,6 @@ with `-` in nested names replaced by `_`.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ingest.hudi.avro.schema import AvroSchema
@@ -65,25 +64,40 @@ def hive_type(schema: Any, support_timestamp: bool = False) -> str:
     return f"map<string,{hive_type(schema['values'], support_timestamp)}>"
 
 
-def _spark_type(schema: Any) -> Any:
+def _spark_type(schema: Any) -> str:
+    """A type of Spark's schema JSON, as `Parquet2SparkSchemaUtils.convertFieldType` writes it: by hand,
+    with a space after `"array",` and `"map",` (a schema Spark would print compactly is not equal
+    text, and Hudi's sync rewrites what does not compare equal)."""
     schema, _ = _branch(schema)
     leaf = _leaf(schema)
     if leaf is not None:
-        return _SPARK_NAMES.get(leaf, leaf)
+        return f'"{_SPARK_NAMES.get(leaf, leaf)}"'
     kind = schema["type"]
     if kind == "record":
-        return {"type": "struct", "fields": [_spark_field(f) for f in schema["fields"]]}
+        return _struct([_spark_field(f) for f in schema["fields"]])
     if kind == "array":
-        _, nullable = _branch(schema["items"])
-        return {"type": "array", "elementType": _spark_type(schema["items"]), "containsNull": nullable}
-    _, nullable = _branch(schema["values"])
-    return {"type": "map", "keyType": "string", "valueType": _spark_type(schema["values"]),
-            "valueContainsNull": nullable}
+        # Hudi's sync takes the table's Parquet schema from parquet-avro's `AvroSchemaConverter`, whose lists
+        # are 2-level (`parquet.avro.write-old-list-structure`, true by default): the repeated field is the
+        # element (`isElementType`), so `arrayType(repeatedType, false)`, whatever the items' nullability.
+        return '{"type":"array", "elementType":' + _spark_type(schema["items"]) + ',"containsNull":false}'
+    nullable = _branch(schema["values"])[1]
+    return ('{"type":"map", "keyType":"string","valueType":' + _spark_type(schema["values"])
+            + f',"valueContainsNull":{_bool(nullable)}}}')
 
 
-def _spark_field(f: dict) -> dict:
-    _, nullable = _branch(f["type"])
-    return {"name": f["name"], "type": _spark_type(f["type"]), "nullable": nullable, "metadata": {}}
+def _bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def _spark_field(f: dict) -> tuple[str, str, bool]:
+    return f["name"], _spark_type(f["type"]), _branch(f["type"])[1]
+
+
+def _struct(fields: list[tuple[str, str, bool]]) -> str:
+    """`convertToSparkSchemaJson`: a struct of `(name, type JSON, nullable)` fields."""
+    parts = [f'{{"name":"{name}","type":{kind},"nullable":{_bool(nullable)},"metadata":{{}}}}'
+             for name, kind, nullable in fields]
+    return '{"type":"struct","fields":[' + ",".join(parts) + "]}"
 
 
 def columns(schema: AvroSchema, support_timestamp: bool = False) -> list[tuple[str, str]]:
@@ -92,11 +106,14 @@ def columns(schema: AvroSchema, support_timestamp: bool = False) -> list[tuple[s
 
 
 def spark_schema_json(schema: AvroSchema, partition_fields: tuple[str, ...]) -> str:
-    """Spark's StructType JSON of the table, partition columns last (`SparkDataSourceTableUtils`)."""
-    fields = [f for f in schema["fields"] if f["name"] not in partition_fields]
+    """Spark's StructType JSON of the table, partition columns last (`SparkDataSourceTableUtils.getSparkTableProperties`):
+    a partition field that is no column of the table is added as a required string ("Default the unknown
+    partition fields to be String"), without which Spark refuses to load the table (`HiveExternalCatalog`
+    finds no schema column for a partition column)."""
     by_name = {f["name"]: f for f in schema["fields"]}
-    fields += [by_name[p] for p in partition_fields if p in by_name]
-    return json.dumps({"type": "struct", "fields": [_spark_field(f) for f in fields]}, separators=(",", ":"))
+    fields = [_spark_field(f) for f in schema["fields"] if f["name"] not in partition_fields]
+    fields += [_spark_field(by_name[p]) if p in by_name else (p, '"string"', False) for p in partition_fields]
+    return _struct(fields)
 
 
 def without_meta_fields(schema: AvroSchema) -> AvroSchema:
