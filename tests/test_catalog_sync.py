@@ -442,7 +442,8 @@ def test_glue_holds_what_aws_glue_catalog_sync_registers(aws, tmp_path):
 
     commits = HudiTable.open(url, options).timeline().completed(Action.DELTA_COMMIT)
     delta_keys = [f"trips/.hoodie/{c.timestamp}.deltacommit" for c in commits]
-    assert glue.get_database(Name="lake_glue")["Database"]["Description"] == "automatically created by hoodie"
+    assert glue.get_database(Name="lake_glue")["Database"]["Description"] == (
+        "Automatically created by org.apache.hudi.aws.sync.AWSGlueCatalogSyncClient")  # AWSGlueCatalogSyncClient.createDatabase
     assert sorted(t["Name"] for t in glue.get_tables(DatabaseName="lake_glue")["TableList"]) == ["trips_ro", "trips_rt"]
     for name, input_format in INPUT_FORMATS.items():
         table = glue.get_table(DatabaseName="lake_glue", Name=name)["Table"]
@@ -581,3 +582,23 @@ def test_partition_value_extractors_cut_paths_as_hudis_do(extractor, path, value
             settings.extractor.values(path)
     else:
         assert settings.extractor.values(path) == values
+
+
+def test_a_column_named_in_capitals_is_not_altered_at_every_sync(metastore, tmp_path):  # noqa: F811
+    """The metastore keeps column names in lower case; `HiveSchemaUtil.getSchemaDifference` compares them so
+    (`toLowerCase`, and types with `equalsIgnoreCase`), so a table with a column `userId` syncs its schema
+    once, not at every commit (which would rewrite every partition's columns, CASCADE)."""
+    path = tmp_path / "trips"
+    settings = sync_settings(**{"hoodie.datasource.hive_sync.metastore.uris": metastore.uri,
+                                "hoodie.datasource.hive_sync.database": "lake_case"})
+    sync = CatalogSync(str(path), {}, settings)
+    writer = LocalWriter(WriteOptions(table_path=str(path), table_name="trips", hudi=HUDI,
+                                      index=IndexOptions(type=IndexType.BUCKET, bucket_count=2)))
+    results = []
+    for i, city in enumerate(["a", "b", "a"]):
+        writer.write(_rows([(f"k{i}", city, i, False)], tip=False).append_column("userId", pa.array([f"u{i}"])))
+        outcome = sync.after_commit()
+        assert outcome.ok
+        results.append(outcome.results[0])
+    assert results[0].created == ["trips_ro", "trips_rt"]
+    assert [r.schema_updated for r in results[1:]] == [[], []]

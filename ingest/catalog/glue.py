@@ -23,6 +23,8 @@ EXTRA = "ingest[glue]"
 MAX_PARTITIONS_PER_REQUEST = 100
 MAX_DELETE_PARTITIONS_PER_REQUEST = 25
 METADATA_LISTING = "hudi.metadata-listing-enabled"
+# AWSGlueCatalogSyncClient.createDatabase: "Automatically created by " + this.getClass().getName()
+GLUE_DATABASE_DESCRIPTION = "Automatically created by org.apache.hudi.aws.sync.AWSGlueCatalogSyncClient"
 
 
 def s3a_to_s3(url: str) -> str:
@@ -64,7 +66,7 @@ class GlueCatalog:
             return False
 
     def create_database(self, database: str) -> None:
-        self.glue.create_database(DatabaseInput={"Name": database, "Description": "automatically created by hoodie"},
+        self.glue.create_database(DatabaseInput={"Name": database, "Description": GLUE_DATABASE_DESCRIPTION},
                                   **self.catalog)
 
     def get_table(self, database: str, name: str) -> CatalogTable | None:
