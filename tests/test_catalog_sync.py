@@ -67,8 +67,12 @@ SPARK_FIELDS = [("_hoodie_commit_time", "string"), ("_hoodie_commit_seqno", "str
                 ("_hoodie_record_key", "string"), ("_hoodie_partition_path", "string"), ("_hoodie_file_name", "string"),
                 ("uuid", "string"), ("ts", "long"), ("fare", "double"), ("_hoodie_is_deleted", "boolean"),
                 ("tip", "double"), ("city", "string")]
+# HiveSyncTool.doSync (MOR, strategy ALL): `_ro`, `_rt`, and the snapshot under the table's own name
+# (`hoodie.meta.sync.sync_snapshot_with_table_name`, true by default since Hudi 0.15).
 INPUT_FORMATS = {"trips_ro": "org.apache.hudi.hadoop.HoodieParquetInputFormat",
-                 "trips_rt": "org.apache.hudi.hadoop.realtime.HoodieParquetRealtimeInputFormat"}
+                 "trips_rt": "org.apache.hudi.hadoop.realtime.HoodieParquetRealtimeInputFormat",
+                 "trips": "org.apache.hudi.hadoop.realtime.HoodieParquetRealtimeInputFormat"}
+TABLES = list(INPUT_FORMATS)
 OUTPUT_FORMAT = "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat"
 SERDE = "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe"
 
@@ -125,14 +129,14 @@ def expected_parameters(path: Path) -> dict[str, str]:
 
 def check_outcomes(outcomes: list) -> None:
     """What each sync reported: tables created by the first, the schema changed by the fifth only,
-    each new partition added (to both tables) by the commit that wrote it, nothing ever dropped."""
+    each new partition added (to every table) by the commit that wrote it, nothing ever dropped."""
     assert all(o is not None and o.ok for o in outcomes)
     new_partitions = [2, 1, 0, 1, 1, 0, 1, 0, 1, 0, 1]
     for i, outcome in enumerate(outcomes):
         (result,) = outcome.results
-        assert result.created == (["trips_ro", "trips_rt"] if i == 0 else [])
-        assert result.schema_updated == (["trips_ro", "trips_rt"] if i == TIP_FROM else [])
-        assert (result.added, result.updated, result.dropped) == (2 * new_partitions[i], 0, 0), i
+        assert result.created == (TABLES if i == 0 else [])
+        assert result.schema_updated == (TABLES if i == TIP_FROM else [])
+        assert (result.added, result.updated, result.dropped) == (len(TABLES) * new_partitions[i], 0, 0), i
 
 
 # -- Hive Metastore ----------------------------------------------------------------------------------
@@ -155,7 +159,7 @@ def test_hive_metastore_holds_what_hive_sync_registers(metastore, tmp_path):  # 
     port = int(metastore.uri.rsplit(":", 1)[1])
     with hmsclient.HMSClient(host="127.0.0.1", port=port) as client:
         assert client.get_database("lake_hms").description == "automatically created by hoodie"
-        assert sorted(client.get_all_tables("lake_hms")) == ["trips_ro", "trips_rt"]
+        assert sorted(client.get_all_tables("lake_hms")) == sorted(TABLES)
         for name, input_format in INPUT_FORMATS.items():
             table = client.get_table("lake_hms", name)
             assert (table.tableType, table.owner) == ("EXTERNAL_TABLE", getpass.getuser())
@@ -184,7 +188,7 @@ def test_hive_metastore_holds_what_hive_sync_registers(metastore, tmp_path):  # 
     plain = dataclasses.replace(settings, table="plain", sync_as_datasource=False)
     assert CatalogSync(str(path), {}, plain).after_commit().ok
     out = spark_with_hive(metastore.uri, tmp_path / "warehouse", "lake_hms")
-    assert out["tables"] == ["plain_ro", "plain_rt", "trips_ro", "trips_rt"]
+    assert out["tables"] == ["plain", "plain_ro", "plain_rt", "trips", "trips_ro", "trips_rt"]
     for name in INPUT_FORMATS:
         restored = out["restored"][name]
         assert restored["provider"] == "hudi" and restored["partition_columns"] == ["city"]
@@ -192,7 +196,7 @@ def test_hive_metastore_holds_what_hive_sync_registers(metastore, tmp_path):  # 
         assert restored["partitions"] == [f"city={c}" for c in CITIES]
         assert "DATA_SOURCE_NOT_FOUND" in out["describe_error"][name], \
             "Spark resolves provider hudi through Hudi's data source: without Hudi's bundle it cannot"
-    for name in ("plain_ro", "plain_rt"):
+    for name in ("plain_ro", "plain_rt", "plain"):
         described = out["describe"][name]
         assert described[:len(COLUMNS) + 1] == [[n, t] for n, t in COLUMNS] + [["city", "string"]]
         assert out["show_partitions"][name] == [f"city={c}" for c in CITIES]
@@ -219,7 +223,7 @@ def test_an_int_column_widened_to_long_is_altered_in_the_metastore(metastore, tm
         outcome = sync.after_commit()
         assert outcome.ok
         results.append(outcome.results[0])
-    assert results[1].schema_updated == ["trips_ro", "trips_rt"]
+    assert results[1].schema_updated == TABLES
     port = int(metastore.uri.rsplit(":", 1)[1])
     with hmsclient.HMSClient(host="127.0.0.1", port=port) as client:
         for name in INPUT_FORMATS:
@@ -272,7 +276,7 @@ SPARK_SCRIPT = textwrap.dedent("""
     out = {"tables": sorted(r.tableName for r in spark.sql(f"SHOW TABLES IN {db}").collect()),
            "restored": {}, "describe_error": {}, "describe": {}, "show_partitions": {}}
     catalog = spark._jsparkSession.sharedState().externalCatalog()
-    for name in ("trips_ro", "trips_rt"):
+    for name in ("trips_ro", "trips_rt", "trips"):
         t = catalog.getTable(db, name)
         names = catalog.listPartitionNames(db, name, spark._jvm.scala.Option.empty())
         out["restored"][name] = {
@@ -283,7 +287,7 @@ SPARK_SCRIPT = textwrap.dedent("""
             spark.sql(f"DESCRIBE {db}.{name}").collect()
         except Exception as e:
             out["describe_error"][name] = str(e)[:300]
-    for name in ("plain_ro", "plain_rt"):
+    for name in ("plain_ro", "plain_rt", "plain"):
         out["describe"][name] = [[r.col_name, r.data_type] for r in spark.sql(f"DESCRIBE {db}.{name}").collect()]
         out["show_partitions"][name] = sorted(r[0] for r in spark.sql(f"SHOW PARTITIONS {db}.{name}").collect())
     print("RESULT " + json.dumps(out))
@@ -328,7 +332,7 @@ def test_a_metastore_that_is_down_leaves_commits_and_the_next_sync_catches_up(me
     (outcome,) = write_and_sync(str(path), back, BATCHES[3:4], first=3)
     assert outcome.text() == " sync=ok" and back.consecutive_failures == 0
     (result,) = outcome.results
-    assert (result.created, result.added) == (["trips_ro", "trips_rt"], 2 * 4), "a, b, c and d in both tables"
+    assert (result.created, result.added) == (TABLES, 3 * 4), "a, b, c and d in every table"
     figures = hoodie_metrics.commit_figures("20240101000000000", [], seconds=1.0, counts={}, quarantined=0,
                                             sync=outcome)
     assert figures.ingest["syncConsecutiveFailures"] == 0
@@ -348,10 +352,10 @@ def test_a_table_hudi_wrote_syncs_from_its_own_properties(metastore, hudi_table_
     assert cli.main(["sync", "--path", str(path), "--set",
                      f"hoodie.datasource.hive_sync.metastore.uris={metastore.uri}",
                      "--set", "hoodie.datasource.hive_sync.database=lake_fixture"]) == 0
-    assert "created v6_trips_8i3d_ro,v6_trips_8i3d_rt, partitions +6 ~0 -0" in capsys.readouterr().out
+    assert "created v6_trips_8i3d_ro,v6_trips_8i3d_rt,v6_trips_8i3d, partitions +9 ~0 -0" in capsys.readouterr().out
     port = int(metastore.uri.rsplit(":", 1)[1])
     with hmsclient.HMSClient(host="127.0.0.1", port=port) as client:
-        for name in ("v6_trips_8i3d_ro", "v6_trips_8i3d_rt"):
+        for name in ("v6_trips_8i3d_ro", "v6_trips_8i3d_rt", "v6_trips_8i3d"):
             table = client.get_table("lake_fixture", name)
             assert [(c.name, c.type) for c in table.sd.cols] == [*COLUMNS[:5], ("ts", "bigint"), ("uuid", "string"),
                                                                   ("rider", "string"), ("driver", "string"),
@@ -375,7 +379,7 @@ def test_ingest_sync_on_demand_registers_the_table_and_a_rerun_changes_nothing(m
     command = ["sync", "--path", str(path), "--set", f"hudi.hoodie.datasource.hive_sync.metastore.uris={metastore.uri}",
                "--set", "hoodie.datasource.hive_sync.database=lake_cli"]
     assert cli.main(command) == 0
-    assert "created trips_ro,trips_rt, partitions +8 ~0 -0" in capsys.readouterr().out
+    assert "created trips_ro,trips_rt,trips, partitions +12 ~0 -0" in capsys.readouterr().out
     port = int(metastore.uri.rsplit(":", 1)[1])
     with hmsclient.HMSClient(host="127.0.0.1", port=port) as client:
         before = {n: client.get_table("lake_cli", n) for n in INPUT_FORMATS}
@@ -444,7 +448,7 @@ def test_glue_holds_what_aws_glue_catalog_sync_registers(aws, tmp_path):
     delta_keys = [f"trips/.hoodie/{c.timestamp}.deltacommit" for c in commits]
     assert glue.get_database(Name="lake_glue")["Database"]["Description"] == (
         "Automatically created by org.apache.hudi.aws.sync.AWSGlueCatalogSyncClient")  # AWSGlueCatalogSyncClient.createDatabase
-    assert sorted(t["Name"] for t in glue.get_tables(DatabaseName="lake_glue")["TableList"]) == ["trips_ro", "trips_rt"]
+    assert sorted(t["Name"] for t in glue.get_tables(DatabaseName="lake_glue")["TableList"]) == sorted(TABLES)
     for name, input_format in INPUT_FORMATS.items():
         table = glue.get_table(DatabaseName="lake_glue", Name=name)["Table"]
         sd = table["StorageDescriptor"]
@@ -523,11 +527,11 @@ def test_backfill_syncs_after_every_commit_and_ingest_sync_config_reruns_idempot
     assert len(batches) == 3 and all(line.endswith(" sync=ok") for line in batches), batches
     synced = [r.getMessage() for r in caplog.records if r.getMessage().startswith("synced lake_jobs.")]
     assert [s.split(": ", 1)[1].split(" in ")[0] for s in synced] == [
-        "created events_ro,events_rt, partitions +2 ~0 -0", "partitions +2 ~0 -0", "partitions +2 ~0 -0"]
+        "created events_ro,events_rt,events, partitions +3 ~0 -0", "partitions +3 ~0 -0", "partitions +3 ~0 -0"]
     capsys.readouterr()
     assert cli.main(["sync", "--config", str(config)]) == 0
     out = capsys.readouterr().out
-    assert "synced lake_jobs.{events_ro,events_rt}" in out and "partitions +0 ~0 -0" in out
+    assert "synced lake_jobs.{events_ro,events_rt,events}" in out and "partitions +0 ~0 -0" in out
 
 
 # -- the demo --------------------------------------------------------------------------------------------
@@ -535,8 +539,8 @@ def test_backfill_syncs_after_every_commit_and_ingest_sync_config_reruns_idempot
 
 @pytest.mark.slow
 def test_demo_with_sync_prints_the_registered_tables_and_partitions(tmp_path):
-    """`ingest demo --sync`: the embedded metastore gets `orders_ro` and `orders_rt` (HiveSyncTool's MOR
-    names) partitioned by region, every region the demo writes registered (the demo deletes single
+    """`ingest demo --sync`: the embedded metastore gets `orders_ro`, `orders_rt` and `orders` (HiveSyncTool's
+    MOR names) partitioned by region, every region the demo writes registered (the demo deletes single
     orders, never a whole region, so nothing is dropped: TimelineUtils.getDroppedPartitions)."""
     pytest.importorskip("hmsclient", reason="the ingest[hive] extra is not installed")
     repo = Path(__file__).resolve().parent.parent
@@ -547,11 +551,11 @@ def test_demo_with_sync_prints_the_registered_tables_and_partitions(tmp_path):
     shown = done.stdout.split("\nRegistered in the embedded Hive Metastore (thrift://127.0.0.1:")[1]
     shown = shown.split("\nEverything stays in ")[0]
     assert "database default:" in shown
-    rows = {line.split()[0]: line.split()[1:] for line in shown.splitlines() if line.startswith("orders_")}
+    rows = {line.split()[0]: line.split()[1:] for line in shown.splitlines() if line.startswith("orders")}
     # Hudi's 5 meta fields, order_id, amount, updated_at; region is the partition key, not a column.
     expected = ["8", "region=amer", "region=apac", "region=emea"]
-    assert rows == {"orders_ro": expected, "orders_rt": expected}
-    assert " sync=ok" in done.stderr and "synced default.{orders_ro,orders_rt}" in done.stderr
+    assert rows == {"orders_ro": expected, "orders_rt": expected, "orders": expected}
+    assert " sync=ok" in done.stderr and "synced default.{orders_ro,orders_rt,orders}" in done.stderr
 
 
 @pytest.mark.parametrize(("extractor", "path", "values"), [
@@ -600,5 +604,33 @@ def test_a_column_named_in_capitals_is_not_altered_at_every_sync(metastore, tmp_
         outcome = sync.after_commit()
         assert outcome.ok
         results.append(outcome.results[0])
-    assert results[0].created == ["trips_ro", "trips_rt"]
+    assert results[0].created == TABLES
     assert [r.schema_updated for r in results[1:]] == [[], []]
+
+
+@pytest.mark.parametrize(("given", "expected"), [
+    ({}, [("t_ro", True), ("t_rt", False), ("t", False)]),
+    ({"hoodie.meta.sync.sync_snapshot_with_table_name": "false"}, [("t_ro", True), ("t_rt", False)]),
+    ({"hoodie.datasource.hive_sync.skip_ro_suffix": "true"}, [("t", False), ("t_rt", False)]),
+    ({"hoodie.datasource.hive_sync.skip_ro_suffix": "true", "hoodie.meta.sync.sync_snapshot_with_table_name": "false"},
+     [("t", True), ("t_rt", False)]),
+    ({"hoodie.datasource.hive_sync.table.strategy": "ro"}, [("t", True)]),
+    ({"hoodie.datasource.hive_sync.table.strategy": "RT"}, [("t", False)]),
+])
+def test_the_tables_a_merge_on_read_table_is_registered_as(given, expected):
+    """`HiveSyncTool.doSync` for MERGE_ON_READ: strategy RO or RT syncs `<table>` alone; ALL syncs the
+    read-optimized table (`initTableNameVars`: `<table>_ro`, or `<table>` with `skip_ro_suffix`), then
+    `<table>_rt`, then with `hoodie.meta.sync.sync_snapshot_with_table_name` (`HoodieSyncConfig`, default
+    true) the snapshot as `<table>`; a name synced twice ends as the later (`updateSerdeProperties`
+    changes the input format too)."""
+    from ingest.catalog.registration import table_names
+
+    settings = SyncSettings.from_hudi({"hoodie.table.name": "t", "hoodie.datasource.meta.sync.enable": "true", **given})
+    assert table_names(settings) == expected
+
+
+def test_an_unknown_table_strategy_names_the_key():
+    from ingest.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="hoodie.datasource.hive_sync.table.strategy: 'both' is not one of ALL, RO, RT"):
+        SyncSettings.from_hudi({"hoodie.table.name": "t", "hoodie.datasource.hive_sync.table.strategy": "both"})

@@ -1,8 +1,8 @@
 """What Hudi's sync registers for a Merge-On-Read table, as plain data (no catalog client here).
 
-`HiveSyncTool` registers two tables for a MOR table: `<table>_ro` (read optimized,
-`HoodieParquetInputFormat`; plain `<table>` with `skip_ro_suffix`) and `<table>_rt` (snapshot,
-`HoodieParquetRealtimeInputFormat`). `HMSDDLExecutor.createTable` gives each a storage descriptor at
+`HiveSyncTool` registers a MOR table as `<table>_ro` (read optimized, `HoodieParquetInputFormat`;
+plain `<table>` with `skip_ro_suffix`), `<table>_rt` (snapshot, `HoodieParquetRealtimeInputFormat`) and,
+since Hudi 0.15 by default, the snapshot again as `<table>` (`table_names`). `HMSDDLExecutor.createTable` gives each a storage descriptor at
 the base path with the Parquet output format and serde (serde parameters `serialization.format=1`,
 and with `sync_as_datasource` the `path` and `hoodie.query.as.ro.table` of
 `SparkDataSourceTableUtils.getSparkSerdeProperties`), partition keys typed from the schema
@@ -70,9 +70,21 @@ def qualified(url: str) -> str:
 
 
 def table_names(settings: SyncSettings) -> list[tuple[str, bool]]:
-    """(name, read optimized) of the tables a MOR table is registered as (`HiveSyncTool.initTableNameVars`)."""
-    ro = settings.table if settings.skip_ro_suffix else settings.table + SUFFIX_RO
-    return [(ro, True), (settings.table + SUFFIX_RT, False)]
+    """(name, read optimized) of the tables a MOR table is registered as (`HiveSyncTool.initTableNameVars`,
+    `doSync`): with the RO or RT strategy the table's own name alone; with ALL the read-optimized table
+    (`<table>_ro`, or `<table>` with `skip_ro_suffix`), the snapshot table `<table>_rt`, and, with
+    `sync_snapshot_with_table_name`, the snapshot under the table's own name too. Hudi syncs them in that
+    order, so where two share a name the later one is what the catalog keeps (`updateSerdeProperties`
+    also changes the input format)."""
+    table = settings.table
+    if settings.table_strategy != "ALL":
+        return [(table, settings.table_strategy == "RO")]
+    ro = table if settings.skip_ro_suffix else table + SUFFIX_RO
+    synced = [(ro, True), (table + SUFFIX_RT, False)]
+    if settings.snapshot_with_table_name:
+        synced.append((table, False))
+    last = dict(synced)
+    return [(name, last[name]) for name in dict.fromkeys(name for name, _ in synced)]
 
 
 def spark_table_properties(settings: SyncSettings, schema: AvroSchema) -> dict[str, str]:

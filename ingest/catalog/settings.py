@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from enum import Enum
 
+from ingest.errors import ConfigError
 from ingest.hudi.keygen.partition_path import java_split
 
 HIVE_SYNC_TOOL = "org.apache.hudi.hive.HiveSyncTool"
@@ -101,6 +102,8 @@ class Key:
     PARTITION_FIELDS = "hoodie.datasource.hive_sync.partition_fields"
     EXTRACTOR = "hoodie.datasource.hive_sync.partition_extractor_class"
     SKIP_RO_SUFFIX = "hoodie.datasource.hive_sync.skip_ro_suffix"
+    TABLE_STRATEGY = "hoodie.datasource.hive_sync.table.strategy"
+    SNAPSHOT_WITH_TABLE_NAME = "hoodie.meta.sync.sync_snapshot_with_table_name"
     AS_DATASOURCE = "hoodie.datasource.hive_sync.sync_as_datasource"
     SUPPORT_TIMESTAMP = "hoodie.datasource.hive_sync.support_timestamp"
     MANAGED = "hoodie.datasource.hive_sync.create_managed_table"
@@ -125,6 +128,17 @@ def _bool(value: object) -> bool:
     return str(value).strip().lower() == "true"
 
 
+TABLE_STRATEGIES = ("ALL", "RO", "RT")
+
+
+def _strategy(value: object) -> str:
+    """`HoodieSyncTableStrategy.valueOf` of the upper-cased setting, as `HiveSyncTool.initTableNameVars` reads it."""
+    strategy = str(value).strip().upper()
+    if strategy not in TABLE_STRATEGIES:
+        raise ConfigError(f"{value!r} is not one of {', '.join(TABLE_STRATEGIES)}", key=Key.TABLE_STRATEGY)
+    return strategy
+
+
 def _properties(text: str | None) -> dict[str, str]:
     """`ConfigUtils.toMap`: `k=v` entries, one per line."""
     out = {}
@@ -144,6 +158,8 @@ class SyncSettings:
     extractor: Extractor
     metastore_uris: str = "thrift://localhost:9083"
     skip_ro_suffix: bool = False
+    table_strategy: str = "ALL"         # HoodieSyncTableStrategy: ALL, RO or RT
+    snapshot_with_table_name: bool = True  # HoodieSyncConfig's default since Hudi 0.15 (0.14: false)
     sync_as_datasource: bool = True
     support_timestamp: bool = False
     create_managed_table: bool = False
@@ -200,6 +216,8 @@ class SyncSettings:
             extractor=Extractor(extractor),
             metastore_uris=str(get(Key.URIS, "thrift://localhost:9083")),
             skip_ro_suffix=_bool(get(Key.SKIP_RO_SUFFIX, False)),
+            table_strategy=_strategy(get(Key.TABLE_STRATEGY, "ALL")),
+            snapshot_with_table_name=_bool(get(Key.SNAPSHOT_WITH_TABLE_NAME, True)),
             sync_as_datasource=_bool(get(Key.AS_DATASOURCE, True)),
             support_timestamp=_bool(get(Key.SUPPORT_TIMESTAMP, False)),
             create_managed_table=_bool(get(Key.MANAGED, False)),

@@ -301,7 +301,7 @@ KEYS: tuple[Key, ...] = (
     Key("hudi.hoodie.datasource.hive_sync.database", Type.STRING, "Catalog database (created when missing, "
         "unless `auto_create_database` is false).", default_doc="`table.database`"),
     Key("hudi.hoodie.datasource.hive_sync.table", Type.STRING, "Catalog table name; a Merge-On-Read table is "
-        "registered as `<name>_ro` and `<name>_rt`.", default_doc="`table.name`"),
+        "registered as `<name>_ro`, `<name>_rt` and `<name>` (see `table.strategy`).", default_doc="`table.name`"),
     Key("hudi.hoodie.datasource.hive_sync.partition_fields", Type.STRING, "The catalog's partition columns, "
         "comma-separated.", default_doc="the partition path fields"),
     Key("hudi.hoodie.datasource.hive_sync.partition_extractor_class", Type.CHOICE, "How a partition path "
@@ -313,7 +313,14 @@ KEYS: tuple[Key, ...] = (
             "NonPartitionedExtractor", "SlashEncodedDayPartitionValueExtractor")),
         reason="the extractors ingest knows are Hudi's built-in ones"),
     Key("hudi.hoodie.datasource.hive_sync.skip_ro_suffix", Type.BOOLEAN, "Register the read-optimized table "
-        "as `<name>` instead of `<name>_ro`.", default=False),
+        "as `<name>` instead of `<name>_ro` (with `sync_snapshot_with_table_name` on, the snapshot table then "
+        "takes `<name>`, as Hudi's sync leaves it).", default=False),
+    Key("hudi.hoodie.datasource.hive_sync.table.strategy", Type.CHOICE, "Which tables a Merge-On-Read table is "
+        "registered as: ALL (read optimized and snapshot), RO or RT (that one alone, under `<name>`).",
+        default="ALL", choices=("ALL", "RO", "RT")),
+    Key("hudi.hoodie.meta.sync.sync_snapshot_with_table_name", Type.BOOLEAN, "With the ALL strategy, also "
+        "register the snapshot table under `<name>`, as Hudi 0.15 and 1.x do by default (0.14 did not).",
+        default=True),
     Key("hudi.hoodie.datasource.hive_sync.sync_as_datasource", Type.BOOLEAN, "Add the Spark data source "
         "properties (provider, schema) so Spark reads the tables as Hudi tables.", default=True),
     Key("hudi.hoodie.datasource.hive_sync.support_timestamp", Type.BOOLEAN, "Register timestamp columns as "
