@@ -28,7 +28,7 @@ SYNC_PREFIXES = ("hoodie.datasource.meta.sync.", "hoodie.datasource.hive_sync.",
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("sync", help="register the table and its partitions in its catalogs now",
                               description="Sync a table to the Hive Metastore and/or AWS Glue as Hudi's sync tools "
-                                          "do: the _ro and _rt tables, their columns and partitions.")
+                                          "do: the _ro, _rt and snapshot tables, their columns and partitions.")
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--config", metavar="FILE", help="a pipeline's YAML configuration")
     where.add_argument("--path", help="the table's base path or URL")
