@@ -634,3 +634,32 @@ def test_an_unknown_table_strategy_names_the_key():
 
     with pytest.raises(ConfigError, match="hoodie.datasource.hive_sync.table.strategy: 'both' is not one of ALL, RO, RT"):
         SyncSettings.from_hudi({"hoodie.table.name": "t", "hoodie.datasource.hive_sync.table.strategy": "both"})
+
+
+def test_glue_changes_a_widened_column_in_every_partition_too(aws, tmp_path):
+    """`AWSGlueCatalogSyncClient.updateTableSchema`: with partition fields and a column whose type changed
+    (`schemaDiff.getUpdateColumnTypes()`), every partition is updated with the table's new descriptor
+    (`updatePartitionsToTable`), so engines that read a partition's own columns read the new type."""
+    endpoint, glue, _ = aws
+    url = "s3a://lake/widen"
+    options = {"key": "k", "secret": "s", "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-east-1"},
+               "skip_instance_cache": True}
+    settings = sync_settings(**{
+        "hoodie.meta.sync.client.tool.class": "org.apache.hudi.aws.sync.AwsGlueCatalogSyncTool",
+        "hoodie.datasource.hive_sync.database": "lake_glue_widen", "hoodie.aws.glue.endpoint": endpoint,
+        "hoodie.aws.glue.region": "us-east-1", "hoodie.aws.access.key": "k", "hoodie.aws.secret.key": "s"})
+    sync = CatalogSync(url, options, settings)
+    writer = LocalWriter(WriteOptions(table_path=url, table_name="trips", hudi=HUDI, storage_options=options,
+                                      index=IndexOptions(type=IndexType.BUCKET, bucket_count=2)))
+    for kind, rows in ((pa.int32(), [("k1", "a"), ("k2", "b")]), (pa.int64(), [("k3", "c")])):
+        batch = _rows([(k, c, 1, False) for k, c in rows], tip=False).append_column(
+            "n", pa.array([2**40 if kind == pa.int64() else 7] * len(rows), kind))
+        writer.write(batch)
+        assert sync.after_commit().ok
+    for name in TABLES:
+        sd = glue.get_table(DatabaseName="lake_glue_widen", Name=name)["Table"]["StorageDescriptor"]
+        assert sd["Columns"][-1]["Type"] == "bigint"
+        partitions = glue.get_partitions(DatabaseName="lake_glue_widen", TableName=name)["Partitions"]
+        assert sorted(p["Values"][0] for p in partitions) == ["a", "b", "c"]
+        assert all(p["StorageDescriptor"]["Columns"][-1] == {"Name": "n", "Type": "bigint", "Comment": ""}
+                   for p in partitions), [p["StorageDescriptor"]["Columns"][-1] for p in partitions]

@@ -31,6 +31,13 @@ def s3a_to_s3(url: str) -> str:
     return "s3://" + url[len("s3a://"):] if url.startswith("s3a://") else url
 
 
+def _retyped(before: Sequence[tuple[str, str]], after: Sequence[tuple[str, str]]) -> bool:
+    """Whether a column kept in `after` has another type (`SchemaDifference.getUpdateColumnTypes`)."""
+    old = {name.lower(): kind.replace(" ", "").lower() for name, kind in before}
+    return any(old.get(name.lower(), kind.replace(" ", "").lower()) != kind.replace(" ", "").lower()
+               for name, kind in after)
+
+
 def _chunks(items: Sequence, size: int):
     for i in range(0, len(items), size):
         yield items[i:i + size]
@@ -103,8 +110,15 @@ class GlueCatalog:
         self.glue.create_table(DatabaseName=database, TableInput=self._table_input(table, parameters), **self.catalog)
 
     def update_table(self, database: str, table: TableDefinition, parameters: dict[str, str]) -> None:
+        before = self.get_table(database, table.name)
         self.glue.update_table(DatabaseName=database, TableInput=self._table_input(table, parameters),
                                SkipArchive=self.skip_archive, **self.catalog)
+        # AWSGlueCatalogSyncClient.updateTableSchema: a column whose type changed is changed in every partition
+        # too (its "cascade"), as Athena and Redshift Spectrum read a partition by its own columns.
+        if table.partition_keys and before is not None and _retyped(before.columns, table.columns):
+            self.update_partitions(database, table, [
+                PartitionDefinition("", values, location)
+                for values, location in self.partitions(database, table.name).items()])
 
     def set_parameters(self, database: str, name: str, parameters: dict[str, str]) -> None:
         table = self.glue.get_table(DatabaseName=database, Name=name, **self.catalog)["Table"]
