@@ -663,3 +663,25 @@ def test_glue_changes_a_widened_column_in_every_partition_too(aws, tmp_path):
         assert sorted(p["Values"][0] for p in partitions) == ["a", "b", "c"]
         assert all(p["StorageDescriptor"]["Columns"][-1] == {"Name": "n", "Type": "bigint", "Comment": ""}
                    for p in partitions), [p["StorageDescriptor"]["Columns"][-1] for p in partitions]
+
+
+def test_adding_a_partition_another_sync_added_meanwhile_does_not_fail(metastore, tmp_path):  # noqa: F811
+    """`HMSDDLExecutor.addPartitionsToTable` adds with `client.add_partitions(partitions, true, false)`: if not
+    exists. Two syncs of one table (ingest's and Hudi's, or two jobs) may both find a partition missing."""
+    from ingest.catalog.hms import HiveMetastore
+    from ingest.catalog.registration import partition_definition, table_definitions
+    from ingest.hudi.avro import schema as avro
+
+    path = tmp_path / "trips"
+    settings = sync_settings(**{"hoodie.datasource.hive_sync.metastore.uris": metastore.uri,
+                                "hoodie.datasource.hive_sync.database": "lake_twice"})
+    outcomes = write_and_sync(str(path), CatalogSync(str(path), {}, settings), BATCHES[:1])
+    assert outcomes[0].ok
+    definition = table_definitions(settings, str(path), avro.with_meta_fields(HudiTable.open(str(path)).schema()))[0]
+    client = HiveMetastore(metastore.uri)
+    try:
+        registered = client.partitions("lake_twice", definition.name)
+        client.add_partitions("lake_twice", definition, [partition_definition(settings, str(path), "city=a")])
+        assert client.partitions("lake_twice", definition.name) == registered
+    finally:
+        client.close()

@@ -135,7 +135,11 @@ class HiveMetastore:
                                 lastAccessTime=0, sd=self._sd(table, part.location), parameters={})
 
     def add_partitions(self, database: str, table: TableDefinition, parts: Sequence[PartitionDefinition]) -> None:
-        self.client.add_partitions([self._partition(database, table, p) for p in parts])
+        # HMSDDLExecutor.addPartitionsToTable: `client.add_partitions(partitions, true, false)`, if not exists,
+        # so a partition another sync added meanwhile does not fail this one.
+        self.client.add_partitions_req(self.t.AddPartitionsRequest(
+            dbName=database, tblName=table.name, parts=[self._partition(database, table, p) for p in parts],
+            ifNotExists=True, needResult=False))
 
     def update_partitions(self, database: str, table: TableDefinition,
                           parts: Sequence[PartitionDefinition]) -> None:
