@@ -104,6 +104,15 @@ def write_and_sync(url: str, sync: CatalogSync, batches=BATCHES, storage_options
     return outcomes
 
 
+def hms_sync_and_writer(metastore, path: Path, database: str, **options) -> tuple[CatalogSync, LocalWriter]:  # noqa: F811
+    """A sync into `database` of the test's metastore, and a writer of a bucket-indexed trips table at `path`."""
+    settings = sync_settings(**{"hoodie.datasource.hive_sync.metastore.uris": metastore.uri,
+                                "hoodie.datasource.hive_sync.database": database})
+    writer = LocalWriter(WriteOptions(table_path=str(path), table_name="trips", hudi=HUDI, **options,
+                                      index=IndexOptions(type=IndexType.BUCKET, bucket_count=2)))
+    return CatalogSync(str(path), {}, settings), writer
+
+
 def last_commit_stamps(path: Path) -> tuple[str, str]:
     """The last deltacommit, and the latest completion time of the commits timeline: the instant
     files' modification times in the timeline's zone (LOCAL here), as Hudi 0.x reads them."""
@@ -210,11 +219,7 @@ def test_an_int_column_widened_to_long_is_altered_in_the_metastore(metastore, tm
     from hmsclient import hmsclient
 
     path = tmp_path / "trips"
-    settings = sync_settings(**{"hoodie.datasource.hive_sync.metastore.uris": metastore.uri,
-                                "hoodie.datasource.hive_sync.database": "lake_widen"})
-    sync = CatalogSync(str(path), {}, settings)
-    writer = LocalWriter(WriteOptions(table_path=str(path), table_name="trips", hudi=HUDI,
-                                      index=IndexOptions(type=IndexType.BUCKET, bucket_count=2)))
+    sync, writer = hms_sync_and_writer(metastore, path, "lake_widen")
     results = []
     for kind, rows in ((pa.int32(), [("k1", "a"), ("k2", "b")]), (pa.int64(), [("k1", "a"), ("k3", "c")])):
         batch = _rows([(k, c, 1, False) for k, c in rows], tip=False).append_column(
@@ -243,11 +248,7 @@ def test_a_nested_field_added_fails_the_sync_naming_the_metastore_setting(metast
     from hmsclient import hmsclient
 
     path = tmp_path / "trips"
-    settings = sync_settings(**{"hoodie.datasource.hive_sync.metastore.uris": metastore.uri,
-                                "hoodie.datasource.hive_sync.database": "lake_nested"})
-    sync = CatalogSync(str(path), {}, settings)
-    writer = LocalWriter(WriteOptions(table_path=str(path), table_name="trips", hudi=HUDI, nested_field_additions=True,
-                                      index=IndexOptions(type=IndexType.BUCKET, bucket_count=2)))
+    sync, writer = hms_sync_and_writer(metastore, path, "lake_nested", nested_field_additions=True)
     outcomes = []
     for fields, rows in (([("a", pa.int32())], [("k1", "a"), ("k2", "b")]),
                          ([("a", pa.int32()), ("b", pa.string())], [("k1", "a"), ("k3", "c")])):
@@ -421,6 +422,16 @@ def _s3_completion(s3, keys: list[str]) -> str:
     return datetime.fromtimestamp(max(moments)).strftime("%Y%m%d%H%M%S%f")[:-3]
 
 
+def glue_sync(endpoint: str, database: str) -> tuple[dict, SyncSettings]:
+    """Storage options for moto's S3 and sync settings for its Glue, registering into `database`."""
+    options = {"key": "k", "secret": "s", "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-east-1"},
+               "skip_instance_cache": True}
+    return options, sync_settings(**{
+        "hoodie.meta.sync.client.tool.class": "org.apache.hudi.aws.sync.AwsGlueCatalogSyncTool",
+        "hoodie.datasource.hive_sync.database": database, "hoodie.aws.glue.endpoint": endpoint,
+        "hoodie.aws.glue.region": "us-east-1", "hoodie.aws.access.key": "k", "hoodie.aws.secret.key": "s"})
+
+
 @pytest.mark.slow
 def test_glue_holds_what_aws_glue_catalog_sync_registers(aws, tmp_path):
     """AWSGlueCatalogSyncClient.createTable (EXTERNAL=TRUE, `hudi.metadata-listing-enabled`, the Spark
@@ -435,12 +446,7 @@ def test_glue_holds_what_aws_glue_catalog_sync_registers(aws, tmp_path):
 
     endpoint, glue, s3 = aws
     url = "s3a://lake/trips"
-    options = {"key": "k", "secret": "s", "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-east-1"},
-               "skip_instance_cache": True}
-    settings = sync_settings(**{
-        "hoodie.meta.sync.client.tool.class": "org.apache.hudi.aws.sync.AwsGlueCatalogSyncTool",
-        "hoodie.datasource.hive_sync.database": "lake_glue", "hoodie.aws.glue.endpoint": endpoint,
-        "hoodie.aws.glue.region": "us-east-1", "hoodie.aws.access.key": "k", "hoodie.aws.secret.key": "s"})
+    options, settings = glue_sync(endpoint, "lake_glue")
     sync = CatalogSync(url, options, settings)
     check_outcomes(write_and_sync(url, sync, storage_options=options))
 
@@ -593,11 +599,7 @@ def test_a_column_named_in_capitals_is_not_altered_at_every_sync(metastore, tmp_
     (`toLowerCase`, and types with `equalsIgnoreCase`), so a table with a column `userId` syncs its schema
     once, not at every commit (which would rewrite every partition's columns, CASCADE)."""
     path = tmp_path / "trips"
-    settings = sync_settings(**{"hoodie.datasource.hive_sync.metastore.uris": metastore.uri,
-                                "hoodie.datasource.hive_sync.database": "lake_case"})
-    sync = CatalogSync(str(path), {}, settings)
-    writer = LocalWriter(WriteOptions(table_path=str(path), table_name="trips", hudi=HUDI,
-                                      index=IndexOptions(type=IndexType.BUCKET, bucket_count=2)))
+    sync, writer = hms_sync_and_writer(metastore, path, "lake_case")
     results = []
     for i, city in enumerate(["a", "b", "a"]):
         writer.write(_rows([(f"k{i}", city, i, False)], tip=False).append_column("userId", pa.array([f"u{i}"])))
@@ -642,12 +644,7 @@ def test_glue_changes_a_widened_column_in_every_partition_too(aws, tmp_path):
     (`updatePartitionsToTable`), so engines that read a partition's own columns read the new type."""
     endpoint, glue, _ = aws
     url = "s3a://lake/widen"
-    options = {"key": "k", "secret": "s", "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-east-1"},
-               "skip_instance_cache": True}
-    settings = sync_settings(**{
-        "hoodie.meta.sync.client.tool.class": "org.apache.hudi.aws.sync.AwsGlueCatalogSyncTool",
-        "hoodie.datasource.hive_sync.database": "lake_glue_widen", "hoodie.aws.glue.endpoint": endpoint,
-        "hoodie.aws.glue.region": "us-east-1", "hoodie.aws.access.key": "k", "hoodie.aws.secret.key": "s"})
+    options, settings = glue_sync(endpoint, "lake_glue_widen")
     sync = CatalogSync(url, options, settings)
     writer = LocalWriter(WriteOptions(table_path=url, table_name="trips", hudi=HUDI, storage_options=options,
                                       index=IndexOptions(type=IndexType.BUCKET, bucket_count=2)))

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from ingest.catalog.registration import PartitionDefinition, TableDefinition
 from ingest.catalog.settings import SyncSettings
-from ingest.catalog.sync import CatalogTable
+from ingest.catalog.sync import CatalogTable, comparable_columns
 from ingest.errors import IngestError
 
 EXTRA = "ingest[glue]"
@@ -33,9 +33,8 @@ def s3a_to_s3(url: str) -> str:
 
 def _retyped(before: Sequence[tuple[str, str]], after: Sequence[tuple[str, str]]) -> bool:
     """Whether a column kept in `after` has another type (`SchemaDifference.getUpdateColumnTypes`)."""
-    old = {name.lower(): kind.replace(" ", "").lower() for name, kind in before}
-    return any(old.get(name.lower(), kind.replace(" ", "").lower()) != kind.replace(" ", "").lower()
-               for name, kind in after)
+    old = dict(comparable_columns(before))
+    return any(old.get(name, kind) != kind for name, kind in comparable_columns(after))
 
 
 def _chunks(items: Sequence, size: int):

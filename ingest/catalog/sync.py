@@ -236,7 +236,7 @@ def sync_table(table: HudiTable, settings: SyncSettings, client: CatalogClient) 
             synced = (existing.parameters.get(LAST_COMMIT_TIME_SYNC),
                       existing.parameters.get(LAST_COMMIT_COMPLETION_TIME_SYNC))
             wanted = {**existing.parameters, **definition.parameters}
-            columns_differ = _compared(existing.columns) != _compared(definition.columns)
+            columns_differ = comparable_columns(existing.columns) != comparable_columns(definition.columns)
             if (columns_differ or wanted != existing.parameters
                     or existing.serde_parameters != dict(definition.serde_parameters)):
                 if columns_differ:
@@ -250,7 +250,7 @@ def sync_table(table: HudiTable, settings: SyncSettings, client: CatalogClient) 
     return result
 
 
-def _compared(columns: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+def comparable_columns(columns: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     """Columns as Hudi's sync compares them (`HiveSchemaUtil.getSchemaDifference`): names in lower case, as
     a metastore keeps them, and types ignoring case (`equalsIgnoreCase`). Compared as written, a column
     named in capitals would alter both tables, and every partition with them (CASCADE), at every sync."""
