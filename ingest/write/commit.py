@@ -156,6 +156,13 @@ def recover(table: HudiTable, timeline: Timeline, settings: HeartbeatSettings | 
     settings = settings or HeartbeatSettings()
     rolled = []
     for pending in timeline.pending(Action.ROLLBACK):
+        target = rollback.target_of(storage, pending, timeline.layout)
+        if rollback.keeps_plan(storage, timeline, target):
+            # A compactor's or clusterer's own rollback (`rollbackInflightCompaction`): it finishes it before
+            # it runs the service again; a write need not wait for it, nor race a live one.
+            log.info("leaving rollback %s of %s %s to the service that runs it", pending.timestamp,
+                     target.action.value, target.timestamp)
+            continue
         resume_rollback(storage, timeline, pending)
         timeline = table.timeline()
     for pending in timeline.pending(Action.DELTA_COMMIT, Action.COMMIT):

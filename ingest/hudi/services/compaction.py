@@ -34,7 +34,9 @@ compaction at a time (`ExecutionHeartbeat`). A compaction left inflight by a cra
 from its plan after the files of the failed attempt (named by its markers, or listed when a Hudi
 executor left none) are removed; the data
 writer never rolls it back. (Hudi rolls the inflight compaction back to requested, recording a
-rollback instant, before executing it again; the files that remain are the same.)
+rollback instant, before executing it again; the files that remain are the same.) A rollback of it that
+a Hudi compactor left pending is finished first, the compaction back to requested with its plan, as
+`HoodieTable.rollbackInflightCompaction` would have left it; writers leave such rollbacks alone.
 """
 
 from __future__ import annotations
@@ -458,6 +460,15 @@ def start_execution(table: HudiTable, instant_time: str, base_file_options: Base
     heartbeat.claim()
     try:
         timeline = table.timeline()
+        pending_rollback = next((r for r in timeline.pending(Action.ROLLBACK)
+                                 if rollback.rolled_back_time(storage, r, timeline.layout) == instant_time), None)
+        if pending_rollback is not None:
+            # A compactor stopped inside `HoodieTable.rollbackInflightCompaction`: finish that rollback (the
+            # attempt's files go, the compaction back to requested), then run the compaction from its plan.
+            log.warning("finishing rollback %s of compaction %s before running it", pending_rollback.timestamp,
+                        instant_time)
+            rollback.resume(storage, timeline, pending_rollback)
+            timeline = table.timeline()
         instant = timeline.get(instant_time)
         if instant is None or instant.is_completed:
             heartbeat.release()

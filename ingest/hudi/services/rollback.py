@@ -40,13 +40,20 @@ from ingest.faults import crash_point
 from ingest.hudi.avro import avro_models
 from ingest.hudi.log.log_reader import iter_log_blocks
 from ingest.hudi.log.log_writer import append_log_blocks, create_log_file, rollback_block
+from ingest.hudi.services.clustering_plan import pending_clustering_groups
 from ingest.hudi.table import markers
 from ingest.hudi.table.file_names import BaseFileName, LogFileName
 from ingest.hudi.table.file_system_view import FileSlice, FileSystemView, list_partitions
 from ingest.hudi.timeline import heartbeat
 from ingest.hudi.timeline.commit_metadata import NULL_COMMIT, CommitMetadata
 from ingest.hudi.timeline.instant import Action, Instant, State
-from ingest.hudi.timeline.timeline import Timeline, complete, read_instant, remove_pending
+from ingest.hudi.timeline.timeline import (
+    Timeline,
+    complete,
+    read_instant,
+    remove_pending,
+    revert_to_requested,
+)
 from ingest.hudi.timeline.timeline_layout import LAYOUT_1, TimelineLayout
 from ingest.storage import Storage
 
@@ -335,13 +342,34 @@ def rollback_of(storage: Storage, timeline: Timeline, timestamp: str) -> Instant
     return None
 
 
+# What `HoodieTable.rollbackInflightCompaction`, `rollbackInflightLogCompaction` and `rollbackInflightClustering`
+# roll back: with `deleteInstants` false (`rollbackInflightInstant`), so the instant is not removed but put back to
+# requested once the rollback completed (`revertInstantFromInflightToRequested`), and runs again from its plan.
+_PLAN_KEEPING = (Action.COMPACTION, Action.LOG_COMPACTION, Action.CLUSTERING)
+
+
+def keeps_plan(storage: Storage, timeline: Timeline, target: Instant) -> bool:
+    """Whether a rollback of `target` keeps its plan: a compaction, log compaction or clustering (at table
+    version 6 a replacecommit whose requested plan is a clustering's), not a write."""
+    if target.action in _PLAN_KEEPING:
+        return True
+    return target.action is Action.REPLACE_COMMIT and \
+        target.timestamp in pending_clustering_groups(storage, timeline).values()
+
+
 def resume(storage: Storage, timeline: Timeline, pending_rollback: Instant) -> Instant:
-    """Finish a rollback that a crash interrupted, from its recorded plan."""
+    """Finish a rollback that a crash interrupted, from its recorded plan. Refused, deleting nothing, where its
+    target completed since (a compactor that finished the compaction a rollback was meant to undo)."""
     started = time.monotonic()
     requested = pending_rollback.to(State.REQUESTED)
     plan = avro_models.deserialize(read_instant(storage, requested, timeline.layout))
     requests = [RollbackRequest.from_avro(storage, r) for r in plan.get("RollbackRequests") or []]
     target = target_of(storage, pending_rollback, timeline.layout)
+    now = timeline.get(target.timestamp)
+    if now is not None and now.is_completed:
+        raise TimelineError(f"{storage.base_url}: rollback {pending_rollback.timestamp} rolls back "
+                            f"{target.action.value} {target.timestamp}, which has completed since; its plan is not "
+                            "carried out (it would delete a completed instant's files)")
     return _finish(storage, timeline, requested, target, requests, started)
 
 
@@ -362,11 +390,16 @@ def _finish(storage: Storage, timeline: Timeline, requested: Instant, failed: In
         "instantsRollback": [{"commitTime": failed.timestamp, "action": failed.action.value}],
     }
     # BaseRollbackActionExecutor.finishRollback: the failed instant leaves the timeline first, then
-    # the rollback completes; the markers go last (runRollback).
-    remove_pending(storage, timeline.reload(storage), failed.timestamp)
+    # the rollback completes; the markers go last (runRollback). A table service's instant stays, and goes
+    # back to requested once the rollback completed (`rollbackInflightInstant`).
+    keep = keeps_plan(storage, timeline, failed)
+    if not keep:
+        remove_pending(storage, timeline.reload(storage), failed.timestamp)
     crash_point("before_rollback_complete")
     done = complete(storage, inflight, avro_models.serialize(avro_models.ROLLBACK_METADATA, metadata),
                     timeline=timeline)
+    if keep:
+        revert_to_requested(storage, timeline.reload(storage), failed.timestamp)
     markers.delete_all(storage, failed.timestamp)
     heartbeat.delete(storage, failed.timestamp)  # a rolled-back instant has no writer left
     return done

@@ -278,6 +278,15 @@ def complete(storage: Storage, instant: Instant, content: bytes, *, crash_point:
     return done
 
 
+def revert_to_requested(storage: Storage, timeline: Timeline, timestamp: str) -> None:
+    """`HoodieActiveTimeline.revertInstantFromInflightToRequested`: a pending instant's inflight file goes and
+    its requested file, holding its plan, stays (a rolled-back compaction or clustering runs again)."""
+    instant = timeline.get(timestamp)
+    if instant is None or instant.is_completed or instant.state is State.REQUESTED:
+        return
+    storage.delete(timeline.layout.path(instant.to(State.INFLIGHT)))
+
+
 def remove_pending(storage: Storage, timeline: Timeline, timestamp: str) -> None:
     """Delete the requested/inflight files of an instant that never completed (after its rollback)."""
     instant = timeline.get(timestamp)
