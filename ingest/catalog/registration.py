@@ -1,14 +1,14 @@
 """What Hudi's sync registers for a Merge-On-Read table, as plain data (no catalog client here).
 
-`HiveSyncTool` registers a MOR table as `<table>_ro` (read optimized, `HoodieParquetInputFormat`;
-plain `<table>` with `skip_ro_suffix`), `<table>_rt` (snapshot, `HoodieParquetRealtimeInputFormat`) and,
-since Hudi 0.15 by default, the snapshot again as `<table>` (`table_names`). `HMSDDLExecutor.createTable` gives each a storage descriptor at
-the base path with the Parquet output format and serde (serde parameters `serialization.format=1`,
-and with `sync_as_datasource` the `path` and `hoodie.query.as.ro.table` of
-`SparkDataSourceTableUtils.getSparkSerdeProperties`), partition keys typed from the schema
-(`HiveSchemaUtil.getPartitionKeyType`), table type EXTERNAL_TABLE with `EXTERNAL=TRUE` unless managed,
-and the Spark data source properties (`getSparkTableProperties`). A partition is the table's storage
-descriptor at `base/partitionPath` with the extractor's values (`addPartitionsToTable`).
+`HiveSyncTool` registers a MOR table as `<table>_ro` (read optimized, `HoodieParquetInputFormat`; plain
+`<table>` with `skip_ro_suffix`), `<table>_rt` (snapshot, `HoodieParquetRealtimeInputFormat`) and, since
+Hudi 0.15 by default, the snapshot again as `<table>` (`table_names`). `HMSDDLExecutor.createTable`
+gives each a storage descriptor at the base path with the Parquet output format and serde (serde
+parameters `serialization.format=1`, and with `sync_as_datasource` the `path` and
+`hoodie.query.as.ro.table` of `SparkDataSourceTableUtils.getSparkSerdeProperties`), partition keys typed
+from the schema (`HiveSchemaUtil.getPartitionKeyType`), table type EXTERNAL_TABLE with `EXTERNAL=TRUE`
+unless managed, and the Spark data source properties (`getSparkTableProperties`). A partition is the
+table's storage descriptor at `base/partitionPath` with the extractor's values (`addPartitionsToTable`).
 """
 
 from __future__ import annotations

@@ -106,8 +106,8 @@ def columns(schema: AvroSchema, support_timestamp: bool = False) -> list[tuple[s
 
 
 def spark_schema_json(schema: AvroSchema, partition_fields: tuple[str, ...]) -> str:
-    """Spark's StructType JSON of the table, partition columns last (`SparkDataSourceTableUtils.getSparkTableProperties`):
-    a partition field that is no column of the table is added as a required string ("Default the unknown
+    """Spark's StructType JSON of the table, partition columns last
+    (`SparkDataSourceTableUtils.getSparkTableProperties`): a partition field that is no column of the table is added as a required string ("Default the unknown
     partition fields to be String"), without which Spark refuses to load the table (`HiveExternalCatalog`
     finds no schema column for a partition column)."""
     by_name = {f["name"]: f for f in schema["fields"]}

@@ -1,7 +1,7 @@
 """One catalog sync of a table, as `HiveSyncTool.syncHoodieTable` runs it for each registered table.
 
-Per table (`_ro`, `_rt` and the snapshot under the table's name): the database is created when missing (`auto_create_database`); the
-table is created from the latest commit's schema, or its columns, serde and table parameters are
+Per table (`_ro`, `_rt` and the snapshot under the table's name): the database is created when
+missing (`auto_create_database`); the table is created from the latest commit's schema, or its columns, serde and table parameters are
 brought up to date (`syncSchema`, `syncProperties`); then partitions. When the catalog has no
 `last_commit_time_sync`, or it is older than the start of the active timeline (archived), every
 partition on storage is compared with the catalog's (`syncAllPartitions`, `getPartitionEvents`):
