@@ -1,17 +1,17 @@
 """One catalog sync of a table, as `HiveSyncTool.syncHoodieTable` runs it for each registered table.
 
-Per table (`_ro`, `_rt` and the snapshot under the table's name): the database is created when
-missing (`auto_create_database`); the table is created from the latest commit's schema, or its columns, serde and table parameters are
-brought up to date (`syncSchema`, `syncProperties`); then partitions. When the catalog has no
-`last_commit_time_sync`, or it is older than the start of the active timeline (archived), every
-partition on storage is compared with the catalog's (`syncAllPartitions`, `getPartitionEvents`):
-missing ones are added, moved ones updated, the catalog's others dropped. Otherwise only the
-partitions written by the commits since (`TimelineUtils.getCommitsTimelineAfter`: after the last
-synced instant, plus "hollow" ones before it that completed after the last synced completion time)
-are looked at: each is dropped if it was dropped since (`TimelineUtils.getDroppedPartitions`),
-else added or updated. Locations are compared without scheme and authority, as Hudi compares them.
-Last, `last_commit_time_sync` and `last_commit_completion_time_sync` record the latest completed
-commit and the latest completion time of the commits timeline (`updateLastCommitTimeSynced`).
+Per table (`_ro`, `_rt` and the snapshot under the table's name): the database is created when missing
+(`auto_create_database`); the table is created from the latest commit's schema, or its columns, serde
+and table parameters are brought up to date (`syncSchema`, `syncProperties`); then partitions. When the
+catalog has no `last_commit_time_sync`, or it is older than the start of the active timeline (archived),
+every partition on storage is compared with the catalog's (`syncAllPartitions`, `getPartitionEvents`):
+missing ones are added, moved ones updated, the catalog's others dropped. Otherwise only the partitions
+written by the commits since (`TimelineUtils.getCommitsTimelineAfter`: after the last synced instant,
+plus "hollow" ones before it that completed after the last synced completion time) are looked at: each
+is dropped if it was dropped since (`TimelineUtils.getDroppedPartitions`), else added or updated.
+Locations are compared without scheme and authority, as Hudi compares them. Last,
+`last_commit_time_sync` and `last_commit_completion_time_sync` record the latest completed commit and
+the latest completion time of the commits timeline (`updateLastCommitTimeSynced`).
 """
 
 from __future__ import annotations
