@@ -110,8 +110,9 @@ def _from_marker(storage: Storage, failed: str, marker: markers.Marker) -> Rollb
         # Left by ingest before its own files stopped getting markers; never a Hudi data file.
         log.warning("ignoring marker of %s in the rollback of %s: not a base or log file", path, failed)
         return None
-    if marker.io_type is markers.IOType.CREATE and LogFileName.parse(marker.file_name) is not None:
-        return _delete_request(marker.partition_path, path)  # table version 8+: a log file it created
+    created_log = LogFileName.parse(marker.file_name) if marker.io_type is markers.IOType.CREATE else None
+    if created_log is not None:  # table version 8+: a log file it created (`createRollbackRequestForCreateAndMerge`)
+        return _delete_request(marker.partition_path, path, created_log.file_id, failed)
     if marker.io_type is not markers.IOType.APPEND:
         base = BaseFileName.parse(marker.file_name)
         if base is None:
