@@ -134,6 +134,28 @@ def test_later_versions_compare_ordered_deletes_by_value(tmp_path, base_ts, bloc
     assert read(tmp_path, base_ts, blocks, event_time=True, deletes_in_log_order=False) == expected
 
 
+@pytest.mark.parametrize(("base_ts", "blocks", "expected"), [
+    # Hudi 1.1 (`HoodieFileGroupReader`, event-time): the log versions merge in log order (`deltaMerge`), then
+    # the survivor meets the base row (`finalMerge`). `EventTimeRecordMerger.shouldKeepNewerRecord`: "if
+    # (newRecord.isCommitTimeOrderingDelete() || oldRecord.isCommitTimeOrderingDelete()) return true", so a
+    # delete without value (`IntWrapper(0)`, as Spark SQL's DELETE and ingest write it) replaces what came
+    # before it and a later record replaces it; the base row then competes with that record by value.
+    pytest.param(10, [("delete", NO_ORDERING_VALUE)], [], id="a delete without value removes the base row"),
+    pytest.param(10, [("delete", NO_ORDERING_VALUE), ("data", 3)], [10],
+                 id="a smaller record after a delete without value loses to the base row"),
+    pytest.param(10, [("data", 12), ("delete", NO_ORDERING_VALUE), ("data", 3)], [10],
+                 id="records before the delete are gone, the base row is not"),
+    pytest.param(1, [("delete", NO_ORDERING_VALUE), ("data", 3)], [3], id="a larger record after it wins"),
+    # `OrderingValues.create` turns a missing ordering value into the default 0: a record flagged
+    # `_hoodie_is_deleted` without one is a delete without value (`isCommitTimeOrderingDelete`).
+    pytest.param(10, [("data", None, True)], [], id="a flagged record without value deletes the base row"),
+    pytest.param(10, [("data", 12), ("data", None, True), ("data", 3)], [10],
+                 id="a flagged record without value is a delete without value between records"),
+])
+def test_version_8_and_9_event_time_slices_merge_as_hudi_1_1_merges_them(tmp_path, base_ts, blocks, expected):
+    assert read(tmp_path, base_ts, blocks, event_time=True, deletes_in_log_order=False) == expected
+
+
 def test_a_base_rows_flag_is_read_as_it_is_when_no_log_version_meets_it(tmp_path):
     """Hudi's readers merge a base file's row only with log versions of its own key; one that none
     meets is returned from the base file as it is, whatever other keys' log records the slice holds."""

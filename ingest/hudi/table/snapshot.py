@@ -274,8 +274,13 @@ def read_slice(ctx: ReadContext, slice_: FileSlice) -> pa.Table:
         final = ordering if ctx.event_time else None
         winners = pcb.precombine(pa.concat_tables(base_parts + [logs]), final, global_scope=True)
     else:
-        versions = pa.concat_tables(base_parts + parts)
-        winners = pcb.precombine(versions, ordering if ctx.event_time else None, global_scope=True)
+        # 1.x (`HoodieFileGroupReader`): the log versions merge among themselves in log order (`deltaMerge`),
+        # then the survivor meets the base file's row (`finalMerge`). A delete without an ordering value (a
+        # commit-time delete) replaces what came before it, and a later record replaces it in turn
+        # (`shouldKeepNewerRecord`): the base row then competes with that record by value.
+        order = ordering if ctx.event_time else None
+        logs = pcb.precombine(_flagged_as_deletes(pa.concat_tables(parts), ordering), order, global_scope=True)
+        winners = pcb.precombine(pa.concat_tables(base_parts + [logs]), order, global_scope=True)
     live = winners.filter(pc.invert(winners.column(pcb.DELETE)))
     if avro.IS_DELETED in schema.names:
         # A log record flagged deleted that wins is a delete (the payloads' `isDeleteRecord`, 1.x's
@@ -285,6 +290,30 @@ def read_slice(ctx: ReadContext, slice_: FileSlice) -> pa.Table:
                           pc.greater_equal(live.column(pcb.ORDER), offset))
         live = live.filter(pc.invert(flagged))
     return live.select(schema.names)
+
+
+def _flagged_as_deletes(versions: pa.Table, ordering: str | None) -> pa.Table:
+    """1.x: a log record flagged `_hoodie_is_deleted` whose ordering value is missing, or the default `0` of an
+    int field, is a delete without ordering value (`OrderingValues.create` replaces a null with 0;
+    `BufferedRecord.isCommitTimeOrderingDelete`); one with a value competes by it, as before."""
+    if avro.IS_DELETED not in versions.column_names:
+        return versions
+    flagged = pc.fill_null(versions.column(avro.IS_DELETED), False)
+    if ordering is not None:
+        column = versions.column(ordering)
+        default = pc.is_null(column)
+        if pa.types.is_int32(column.type):
+            default = pc.or_(default, pc.fill_null(pc.equal(column, 0), False))
+        flagged = pc.and_(flagged, default)
+    if not pc.any(flagged).as_py():
+        return versions
+    versions = versions.set_column(versions.schema.get_field_index(pcb.DELETE), pcb.DELETE,
+                                   pc.or_(versions.column(pcb.DELETE), flagged))
+    if ordering is None:
+        return versions
+    column = versions.column(ordering)
+    cleared = pc.if_else(flagged, pa.scalar(None, column.type), column)
+    return versions.set_column(versions.schema.get_field_index(ordering), ordering, cleared)
 
 
 def _unordered_deletes(versions: pa.Table, ordering: str | None) -> pa.Table:
