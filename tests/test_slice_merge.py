@@ -186,3 +186,25 @@ def test_a_base_rows_flag_is_read_as_it_is_when_no_log_version_meets_it(tmp_path
 def test_a_record_flagged_deleted_in_a_data_block_is_a_delete(tmp_path, base_ts, blocks, expected,
                                                                 deletes_in_log_order):
     assert read(tmp_path, base_ts, blocks, event_time=True, deletes_in_log_order=deletes_in_log_order) == expected
+
+
+def test_values_of_a_column_widened_to_a_floating_type_round_to_the_nearest(tmp_path):
+    """A long column a Hudi writer widened to double (`HoodieSchemaUtils.deduceWriterSchema`): the older base
+    files' values are cast on read, rounding to the nearest double as Spark's `Cast` does (and Avro's
+    resolution in log blocks), not refused: 2**53 + 1 reads as 2**53."""
+    old = {**SCHEMA, "fields": [*SCHEMA["fields"][:1], {"name": "ts", "type": ["null", "long"], "default": None}]}
+    new = {**SCHEMA, "fields": [*SCHEMA["fields"][:1], {"name": "ts", "type": ["null", "double"], "default": None}]}
+    storage, full = Storage(str(tmp_path)), avro.with_meta_fields(old)
+    name = f"{FILE_ID}_0-1-1_{BASE_INSTANT}.parquet"
+    rows = [{k: v for k, v in row(BASE_INSTANT, 2**53 + 1).items() if k != "_hoodie_is_deleted"}]
+    write_base_file(storage, name, pa.Table.from_pylist(rows, schema=avro.avro_to_arrow(full)), full)
+    instant = "20250101000000001"
+    other = {k: v for k, v in dict(row(instant, 2**53 + 3), **{avro.RECORD_KEY: "o", "id": "o"}).items()
+             if k != "_hoodie_is_deleted"}
+    log = f".{FILE_ID}_{BASE_INSTANT}.log.1_0-1-1"
+    create_log_file(storage, log, [avro_data_block(instant, full, encode_avro_records([other], full))])
+    slice_ = FileSlice("", FILE_ID, BASE_INSTANT, BaseFile("", BaseFileName.parse(name), storage.size(name)),
+                       (LogFile("", LogFileName.parse(log), storage.size(log)),))
+    ctx = ReadContext(storage, new, frozenset({BASE_INSTANT, instant}), "ts", True, deletes_in_log_order=False)
+    got = {r["id"]: r["ts"] for r in read_slice(ctx, slice_).to_pylist()}
+    assert got == {"k": float(2**53), "o": float(2**53 + 4)}

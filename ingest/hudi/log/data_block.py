@@ -208,10 +208,26 @@ def decode_parquet_content(content: bytes) -> pa.Table:
         raise LogFormatError(f"PARQUET_DATA content is no readable parquet file: {e}") from e
 
 
+_FLOATING = ("float", "double")
+
+
 def _project(records: list[dict[str, Any]], reader_schema: AvroSchema | str) -> list[dict[str, Any]]:
+    """The reader's top-level fields of each record, absent ones at their default; an int or long value
+    of a field the reader reads as float or double becomes the nearest one, as Avro's resolution gives."""
     schema = json.loads(reader_schema) if isinstance(reader_schema, str) else reader_schema
     fields = [(f["name"], f.get("default")) for f in schema["fields"]]
-    return [{name: r.get(name, default) for name, default in fields} for r in records]
+    floating = {f["name"] for f in schema["fields"] if _is_floating(f["type"])}
+    return [{name: _as_float(r.get(name, default)) if name in floating else r.get(name, default)
+             for name, default in fields} for r in records]
+
+
+def _is_floating(avro_type: Any) -> bool:
+    branches = avro_type if isinstance(avro_type, list) else [avro_type]
+    return any(b in _FLOATING for b in branches)
+
+
+def _as_float(value: Any) -> Any:
+    return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
 def decode_data_block(block: LogBlock, reader_schema: AvroSchema | str | None = None) -> list[dict[str, Any]]:

@@ -518,4 +518,6 @@ def _conform_array(array: pa.Array, target: pa.DataType) -> pa.Array:
         values = _conform_array(values, target.value_type)
         mask = array.is_null() if array.null_count else None
         return pa.ListArray.from_arrays(offsets, values, type=target, mask=mask)
-    return array.cast(target)
+    # A column a writer widened from int or long to float or double: the older files' values round to the
+    # nearest, as the readers' casts round them (Spark's `Cast`, Avro's resolution in log blocks).
+    return array.cast(target, safe=not (pa.types.is_integer(array.type) and pa.types.is_floating(target)))
