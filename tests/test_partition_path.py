@@ -250,6 +250,10 @@ def test_joda_zone_resolution():
     assert joda_zone("IST", "k") == "Asia/Kolkata"
     with pytest.raises(ConfigError, match=r"some\.key.*Nowhere/Land"):
         joda_zone("Nowhere/Land", "some.key")
+    # `HoodieDateTimeParser.getInputDateTimeZone` checks `trim().isEmpty()` but resolves the id untrimmed:
+    # `TimeZone.getTimeZone(" Asia/Kolkata")` is an unknown id, GMT to Hudi's writers.
+    with pytest.raises(ConfigError, match=r"some\.key: time zone ' Asia/Kolkata' has spaces around it"):
+        joda_zone(" Asia/Kolkata", "some.key")
 
 
 # -- Joda patterns --------------------------------------------------------------------------------------

@@ -46,9 +46,13 @@ def _known_zone_ids() -> frozenset[str]:
 def joda_zone(java_id: str, key: str) -> str:
     """The zone `DateTimeZone.forTimeZone(TimeZone.getTimeZone(id))` gives: `UTC`, `+HH:MM` or a tz name.
 
-    Java silently turns an unknown id into GMT; we refuse it instead, naming the config key.
+    Java silently turns an unknown id into GMT; we refuse it instead, naming the config key. So too an id
+    with spaces around it, which Hudi passes to `TimeZone.getTimeZone` as it is (`HoodieDateTimeParser`).
     """
     zone_id = java_id.strip()
+    if zone_id and zone_id != java_id:
+        raise ConfigError(f"time zone {java_id!r} has spaces around it: Java's TimeZone.getTimeZone takes it for an "
+                          "unknown id, and Hudi's writers then use GMT; write it without them", key=key)
     if zone_id in ("UTC", "GMT", "UT", "Z"):
         return "UTC"
     custom = _CUSTOM_ID.fullmatch(zone_id)
