@@ -284,3 +284,50 @@ def test_another_writers_commit_that_does_not_parse_is_refused_before_the_lease(
     with pytest.raises(TimelineError, match="20000101000000000"):
         LocalWriter(options_for(table)).write(rows())
     assert files(table) == before
+
+
+def test_a_bucket_table_written_with_more_buckets_is_refused_naming_the_count(tmp_path, capsys):
+    """`BucketIdentifier.getBucketId` hashes a key modulo the bucket count, which Hudi does not record in
+    `hoodie.properties`: a file group numbered at or past the count given tells the table has more buckets,
+    and every key would go to another bucket than Hudi's writers send it to."""
+    table = tmp_path / "trips"
+    LocalWriter(options_for(table, buckets=8)).write(pa.table({
+        "uuid": [f"k{i}" for i in range(40)], "city": ["chennai"] * 40, "ts": pa.array([1] * 40, pa.int64()),
+        "fare": [1.0] * 40}))
+    buckets = {int(p.name[1:9]) for p in table.rglob(".*.log.*")}
+    assert max(buckets) >= 2, buckets
+    properties = table / ".hoodie" / "hoodie.properties"  # as Hudi's writers leave it: no bucket count
+    properties.write_text("".join(line for line in properties.read_text().splitlines(keepends=True)
+                                  if not line.startswith("hoodie.bucket.index.num.buckets=")))
+    config = pipeline(tmp_path, table, {"hoodie.index.type": "BUCKET"})
+    line = refused(capsys, config, table, "hudi.hoodie.bucket.index.num.buckets=2")
+    assert line.startswith(f"ingest: error: --set: hudi.hoodie.bucket.index.num.buckets: {table}: file group ")
+    assert line.endswith("the table has more buckets than 2; set hoodie.bucket.index.num.buckets to the count it "
+                         "was written with")
+    data = {k: v for k, v in files(table).items() if not k.startswith(".hoodie/")}
+    with pytest.raises(Exception, match="hoodie.bucket.index.num.buckets.*more buckets than 2"):
+        LocalWriter(options_for(table, buckets=2)).write(rows())  # the writer's plan refuses it too
+    assert {k: v for k, v in files(table).items() if not k.startswith(".hoodie/")} == data
+
+
+@pytest.mark.parametrize("folder", ["partition_bucket_index_meta", "consistent_hashing_metadata"])
+def test_a_table_with_hudis_bucket_index_metadata_is_refused(tmp_path, folder):
+    """`HoodieTableMetaClient.PARTITION_BUCKET_INDEX_HASHING_FOLDER`: Hudi's writers give each partition the
+    bucket count its rule says (`NumBucketsFunction`); `HASHING_METADATA_FOLDER_NAME`: consistent hashing.
+    ingest follows neither, and refuses the table before anything is written."""
+    table = tmp_path / "trips"
+    LocalWriter(options_for(table, buckets=2)).write(rows())
+    meta = table / ".hoodie" / ".bucket_index" / folder / "configs"
+    meta.mkdir(parents=True)
+    (meta / "00000000000000000.hashing_config").write_text("{}")
+    before = files(table)
+    with pytest.raises(UnsupportedTable, match=rf"\.hoodie/\.bucket_index/{folder}: .*; not written"):
+        LocalWriter(options_for(table, buckets=2)).write(rows())
+    assert files(table) == before
+
+
+def test_partition_level_bucket_numbers_are_refused_in_the_config(tmp_path, capsys):
+    config = pipeline(tmp_path, tmp_path / "trips", {"hoodie.index.type": "BUCKET",
+                                                     "hoodie.bucket.index.partition.expressions": "chennai,16"})
+    assert cli.main(["validate-config", str(config)]) == 2
+    assert "hoodie.bucket.index.partition.expressions" in capsys.readouterr().err

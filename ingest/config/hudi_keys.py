@@ -92,6 +92,12 @@ REFUSED: Mapping[str, Refused] = {
                                                           "whose partition changes", "true"),
     "hoodie.bloom.index.update.partition.path": _refused("HoodieIndexConfig", "a global key index moves a record "
                                                          "whose partition changes", "true"),
+    # NumBucketsFunction: a partition's own bucket count from these; ingest hashes every key into
+    # hoodie.bucket.index.num.buckets.
+    "hoodie.bucket.index.partition.expressions": _refused("HoodieIndexConfig", "every partition has "
+                                                          "hoodie.bucket.index.num.buckets buckets"),
+    "hoodie.bucket.index.partition.rule.type": _refused("HoodieIndexConfig", "every partition has "
+                                                        "hoodie.bucket.index.num.buckets buckets", "regex"),
     # -- HoodieStorageConfig ----------------------------------------------------------------------
     "hoodie.logfile.data.block.format": _refused("HoodieStorageConfig", "log data blocks are Avro", "avro"),
     "hoodie.parquet.outputtimestamptype": _refused("HoodieStorageConfig", "parquet timestamps are "

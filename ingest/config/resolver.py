@@ -58,7 +58,7 @@ from ingest.write.options import (
     SmallFileOptions,
     WriteOptions,
 )
-from ingest.write.plan import index_type_mismatch
+from ingest.write.plan import bucket_count_mismatch, index_type_mismatch
 
 RECORD_KEY = "hudi.hoodie.datasource.write.recordkey.field"
 PARTITION_FIELD = "hudi.hoodie.datasource.write.partitionpath.field"
@@ -67,6 +67,7 @@ PAYLOAD = "hudi.hoodie.datasource.write.payload.class"
 KEYGEN_CLASS = "hudi.hoodie.datasource.write.keygenerator.class"
 KEYGEN_TYPE = "hudi.hoodie.datasource.write.keygenerator.type"
 INDEX_TYPE = "hudi.hoodie.index.type"
+BUCKETS = "hudi.hoodie.bucket.index.num.buckets"
 INSERT_MODE = "write.insert_mode"
 MAX_FILE_SIZE = "hudi.hoodie.parquet.max.file.size"
 CLEANER_POLICY = "hudi.hoodie.cleaner.policy"
@@ -580,6 +581,9 @@ class Resolver:
         mismatch = index_type_mismatch(existing, slices, write.index.type)
         if mismatch and not conflicts:
             raise ConfigError(f"{table.path}: {mismatch}", source=self.origin(INDEX_TYPE), key=self.written(INDEX_TYPE))
+        count = bucket_count_mismatch(slices, write.index.bucket_count) if write.index.type is IndexType.BUCKET else None
+        if count and not conflicts:
+            raise ConfigError(f"{table.path}: {count}", source=self.origin(BUCKETS), key=self.written(BUCKETS))
         if not conflicts:
             return
         details = []

@@ -22,6 +22,7 @@ from ingest.errors import ConfigError
 from ingest.hudi.avro import schema as avro
 from ingest.hudi.config.table_config import TableConfig
 from ingest.hudi.keygen.bucket_index import INDEX_TYPE as BUCKET_INDEX_TYPE
+from ingest.hudi.keygen.bucket_index import NUM_BUCKETS as BUCKET_COUNT_KEY
 from ingest.hudi.keygen.bucket_index import bucket_id_from_file_id, new_bucket_file_id
 from ingest.hudi.parquet.base_file import BaseFileOptions
 from ingest.hudi.services.clustering_plan import pending_clustering_groups
@@ -135,6 +136,22 @@ def index_type_mismatch(config: TableConfig, slices: Iterable[FileSlice], index_
     return None
 
 
+def bucket_count_mismatch(slices: Iterable[FileSlice], bucket_count: int) -> str | None:
+    """Why a bucket-indexed table cannot be continued with `bucket_count` buckets, or None: a file group
+    numbered at or past it tells the table was written with more (Hudi does not record the count), and
+    keys would go to other buckets than Hudi's writers send them to (`BucketIdentifier.getBucketId`)."""
+    for slice_ in slices:
+        try:
+            bucket = bucket_id_from_file_id(slice_.file_id)
+        except ValueError:
+            continue  # `index_type_mismatch` names it
+        if bucket >= bucket_count:
+            return (f"file group {slice_.file_id} in partition '{slice_.partition_path}' is bucket {bucket}: the "
+                    f"table has more buckets than {bucket_count}; set {BUCKET_COUNT_KEY} to the count it was "
+                    "written with")
+    return None
+
+
 def build_plan(txn: Transaction, options: WriteOptions) -> WritePlan:
     storage = txn.table.storage
     config = txn.table.config
@@ -145,6 +162,10 @@ def build_plan(txn: Transaction, options: WriteOptions) -> WritePlan:
     mismatch = index_type_mismatch(config, txn.view.latest_writer_slices(), options.index.type)
     if mismatch:
         raise ConfigError(f"{txn.table.base_url}: {mismatch}", key=BUCKET_INDEX_TYPE)
+    if options.index.type is IndexType.BUCKET:
+        mismatch = bucket_count_mismatch(txn.view.latest_writer_slices(), options.index.bucket_count)
+        if mismatch:
+            raise ConfigError(f"{txn.table.base_url}: {mismatch}", key=BUCKET_COUNT_KEY)
     targets: dict[tuple[str, str], FileGroupTarget] = {}
     buckets: dict[tuple[str, int], str] = {}
     for slice_ in txn.view.latest_writer_slices():

@@ -34,6 +34,9 @@ _SCHEMA_WRITES = (Action.DELTA_COMMIT, Action.COMMIT, Action.COMPACTION, Action.
 # (`FileBasedInternalSchemaStorageManager.SCHEMA_NAME`) and the commit metadata key of the latest one
 # (`SerDeHelper.LATEST_SCHEMA`).
 SCHEMA_HISTORY_FOLDER = f"{METAFOLDER}/.schema"
+BUCKET_INDEX_FOLDER = f"{METAFOLDER}/.bucket_index"
+BUCKET_INDEX_METADATA = {"partition_bucket_index_meta": "bucket numbers by partition",
+                         "consistent_hashing_metadata": "consistent hashing"}
 LATEST_SCHEMA_KEY = "latest_schema"
 T = TypeVar("T")
 
@@ -196,6 +199,21 @@ class HudiTable:
 
     def schema_folder_listing(self) -> list[FileInfo]:
         return self.storage.list(SCHEMA_HISTORY_FOLDER)
+
+    def bucket_index_folder_listing(self) -> list[FileInfo]:
+        return self.storage.list(BUCKET_INDEX_FOLDER)
+
+    def check_no_bucket_index_metadata(self, listing: list[FileInfo] | None = None) -> None:
+        """Refuse writing a table whose bucket index Hudi keeps metadata for (`HoodieTableMetaClient`'s
+        `.hoodie/.bucket_index`): partition-level bucket numbers (`PARTITION_BUCKET_INDEX_HASHING_FOLDER`,
+        which Hudi's writers then apply, `NumBucketsFunction`) or consistent hashing (`HASHING_METADATA_FOLDER_NAME`).
+        ingest hashes every key into `hoodie.bucket.index.num.buckets`, so keys would go to other buckets."""
+        found = sorted(e.name for e in (self.bucket_index_folder_listing() if listing is None else listing)
+                       if e.is_dir and e.name in BUCKET_INDEX_METADATA)
+        if found:
+            raise UnsupportedTable(f"{self.base_url}: Hudi keeps bucket index metadata for it ({BUCKET_INDEX_FOLDER}/"
+                                   f"{found[0]}: {BUCKET_INDEX_METADATA[found[0]]}), which ingest does not follow: "
+                                   "its keys would go to other buckets than Hudi's writers send them to; not written")
 
     def replaced_file_groups(self, timeline: Timeline, as_of: str | None = None,
                              before: str | None = None) -> frozenset[tuple[str, str]]:
