@@ -48,9 +48,9 @@ OLD_EPOCHS_AT_ONCE = 8
 
 def _refuse_unwritable(storage: Storage, writes_records: bool) -> None:
     """Before the lease is taken (so a refused table is left as it was): what the table is made of,
-    a restore pending on it, a schema Hudi evolved on read, bucket index metadata Hudi keeps, and for a holder that writes records
-    (reading the latest slices through the key index) another writer's log blocks ingest does not
-    merge. A timeline an upgrade is moving is the upgrade's (which takes this lease to finish it);
+    a restore pending on it, a schema Hudi evolved on read, bucket index metadata Hudi keeps, and for a
+    holder that writes records (reading the latest slices through the key index) another writer's log
+    blocks ingest does not merge. A timeline an upgrade is moving is the upgrade's (which takes this lease to finish it);
     writers meet it under the lease, as they meet instants archival removes while this looks."""
     try:
         config = TableConfig.load(storage)
@@ -58,7 +58,7 @@ def _refuse_unwritable(storage: Storage, writes_records: bool) -> None:
         return  # the writer creates it
     config.check_writable(storage.base_url)
     table = HudiTable(storage, config)
-    # Three reads that do not wait on each other, side by side on an object store; each one's failure
+    # Four reads that do not wait on each other, side by side on an object store; each one's failure
     # is raised where the checks, one after another, would have met it.
     timeline, schema_folder, bucket_folder, manifest = storage.map(_outcome, [
         table.timeline, table.schema_folder_listing, table.bucket_index_folder_listing,

@@ -206,8 +206,9 @@ class HudiTable:
     def check_no_bucket_index_metadata(self, listing: list[FileInfo] | None = None) -> None:
         """Refuse writing a table whose bucket index Hudi keeps metadata for (`HoodieTableMetaClient`'s
         `.hoodie/.bucket_index`): partition-level bucket numbers (`PARTITION_BUCKET_INDEX_HASHING_FOLDER`,
-        which Hudi's writers then apply, `NumBucketsFunction`) or consistent hashing (`HASHING_METADATA_FOLDER_NAME`).
-        ingest hashes every key into `hoodie.bucket.index.num.buckets`, so keys would go to other buckets."""
+        which Hudi's writers then apply, `NumBucketsFunction`) or consistent hashing
+        (`HASHING_METADATA_FOLDER_NAME`). ingest hashes every key into `hoodie.bucket.index.num.buckets`,
+        so keys would go to other buckets."""
         found = sorted(e.name for e in (self.bucket_index_folder_listing() if listing is None else listing)
                        if e.is_dir and e.name in BUCKET_INDEX_METADATA)
         if found:
