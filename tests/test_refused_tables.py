@@ -311,10 +311,11 @@ def test_a_bucket_table_written_with_more_buckets_is_refused_naming_the_count(tm
 
 
 @pytest.mark.parametrize("folder", ["partition_bucket_index_meta", "consistent_hashing_metadata"])
-def test_a_table_with_hudis_bucket_index_metadata_is_refused(tmp_path, folder):
+def test_a_table_with_hudis_bucket_index_metadata_is_refused(tmp_path, capsys, folder):
     """`HoodieTableMetaClient.PARTITION_BUCKET_INDEX_HASHING_FOLDER`: Hudi's writers give each partition the
     bucket count its rule says (`NumBucketsFunction`); `HASHING_METADATA_FOLDER_NAME`: consistent hashing.
-    ingest follows neither, and refuses the table before anything is written."""
+    ingest follows neither, and refuses the table before anything is written: by validation, and by a
+    writer before it takes the lease."""
     table = tmp_path / "trips"
     LocalWriter(options_for(table, buckets=2)).write(rows())
     meta = table / ".hoodie" / ".bucket_index" / folder / "configs"
@@ -324,6 +325,8 @@ def test_a_table_with_hudis_bucket_index_metadata_is_refused(tmp_path, folder):
     with pytest.raises(UnsupportedTable, match=rf"\.hoodie/\.bucket_index/{folder}: .*; not written"):
         LocalWriter(options_for(table, buckets=2)).write(rows())
     assert files(table) == before
+    config = pipeline(tmp_path, table, {"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": 2})
+    assert f".hoodie/.bucket_index/{folder}" in refused(capsys, config, table)
 
 
 def test_partition_level_bucket_numbers_are_refused_in_the_config(tmp_path, capsys):

@@ -562,6 +562,7 @@ class Resolver:
             timeline = hudi_table.timeline()
             hudi_table.schema(timeline)  # the latest commit parses: writers build on it
             hudi_table.check_no_schema_history(timeline)
+            hudi_table.check_no_bucket_index_metadata()
             refuse_unmergeable_writes(hudi_table, timeline, Manifest.read(hudi_table))
             slices = hudi_table.view(timeline).latest_writer_slices()
         except UnsupportedTable as e:
