@@ -159,16 +159,17 @@ def build_plan(txn: Transaction, options: WriteOptions) -> WritePlan:
     by_writer = txn.table.version.log_files_by_writer
     compactions = pending_compaction_groups(txn)
     clustering = pending_clustering_groups(storage, txn.timeline)
-    mismatch = index_type_mismatch(config, txn.view.latest_writer_slices(), options.index.type)
+    slices = txn.view.latest_writer_slices()
+    mismatch = index_type_mismatch(config, slices, options.index.type)
     if mismatch:
         raise ConfigError(f"{txn.table.base_url}: {mismatch}", key=BUCKET_INDEX_TYPE)
     if options.index.type is IndexType.BUCKET:
-        mismatch = bucket_count_mismatch(txn.view.latest_writer_slices(), options.index.bucket_count)
+        mismatch = bucket_count_mismatch(slices, options.index.bucket_count)
         if mismatch:
             raise ConfigError(f"{txn.table.base_url}: {mismatch}", key=BUCKET_COUNT_KEY)
     targets: dict[tuple[str, str], FileGroupTarget] = {}
     buckets: dict[tuple[str, int], str] = {}
-    for slice_ in txn.view.latest_writer_slices():
+    for slice_ in slices:
         key = (slice_.partition_path, slice_.file_id)
         pending = compactions.get(key)
         if by_writer:

@@ -309,19 +309,22 @@ def _flagged_as_deletes(versions: pa.Table, ordering: str | None) -> pa.Table:
         return versions
     versions = versions.set_column(versions.schema.get_field_index(pcb.DELETE), pcb.DELETE,
                                    pc.or_(versions.column(pcb.DELETE), flagged))
-    if ordering is None:
-        return versions
-    column = versions.column(ordering)
-    cleared = pc.if_else(flagged, pa.scalar(None, column.type), column)
-    return versions.set_column(versions.schema.get_field_index(ordering), ordering, cleared)
+    return _without_ordering(versions, flagged, ordering)
 
 
 def _unordered_deletes(versions: pa.Table, ordering: str | None) -> pa.Table:
     """`versions` with the ordering value of every delete cleared: each then removes what came before."""
     if ordering is None or not pc.any(versions.column(pcb.DELETE)).as_py():
         return versions
+    return _without_ordering(versions, versions.column(pcb.DELETE), ordering)
+
+
+def _without_ordering(versions: pa.Table, where: pa.ChunkedArray, ordering: str | None) -> pa.Table:
+    """`versions` with the ordering value cleared where `where` holds (a delete without one)."""
+    if ordering is None:
+        return versions
     column = versions.column(ordering)
-    cleared = pc.if_else(versions.column(pcb.DELETE), pa.scalar(None, column.type), column)
+    cleared = pc.if_else(where, pa.scalar(None, column.type), column)
     return versions.set_column(versions.schema.get_field_index(ordering), ordering, cleared)
 
 
