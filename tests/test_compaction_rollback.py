@@ -93,3 +93,27 @@ def test_a_rollback_whose_compaction_completed_since_is_not_carried_out(tmp_path
     assert sorted(p.name for p in path.rglob("*") if p.is_file() and ".hoodie" not in p.parts) == files
     w.write(random_batch(rng, 5, keys=12, size=7))  # writes go on
     readers_agree(path, w, 9, compaction_pending=False)
+
+
+def test_a_version_9_rollback_plan_names_the_file_group_and_instant_of_each_log_file_created(tmp_path):
+    """`MarkerBasedRollbackStrategy.createRollbackRequestForCreateAndMerge` (1.x): a CREATE marker, which at
+    table version 8+ also names a log file, becomes `HoodieRollbackRequest(partitionPath, fileId,
+    instantToRollback.requestedTime(), [path], {})`."""
+    from ingest.hudi.table import markers
+    from ingest.hudi.timeline.timeline import request, start
+
+    w = ModelWriter(tmp_path / "t", buckets=2, version=9)
+    w.write(random_batch(random.Random(1), 1, keys=12, size=7))
+    table = w.table
+    timeline = table.timeline()
+    failed = timeline.new_instant_time()
+    start(table.storage, request(table.storage, failed, Action.DELTA_COMMIT, layout=timeline.layout),
+          layout=timeline.layout)
+    slice_ = table.view().latest_file_slices()[0]
+    name = f".{slice_.file_id}_{failed}.log.1_0-1-1"
+    markers.create(table.storage, failed, slice_.partition_path, name, markers.IOType.CREATE)
+    table.storage.write(f"{slice_.partition_path}/{name}", b"")
+    timeline = table.timeline()
+    (req,) = rollback.plan_rollback(table.storage, timeline, timeline.get(failed))
+    assert (req.partition_path, req.file_id, req.latest_base_instant) == (slice_.partition_path, slice_.file_id, failed)
+    assert [p.rsplit("/", 1)[-1] for p in req.files_to_delete] == [name]
