@@ -682,3 +682,87 @@ def test_adding_a_partition_another_sync_added_meanwhile_does_not_fail(metastore
         assert client.partitions("lake_twice", definition.name) == registered
     finally:
         client.close()
+
+
+def test_a_table_moved_to_another_base_path_is_registered_again_there(metastore, tmp_path):  # noqa: F811
+    """`HiveSyncTool.syncHoodieTable`: when the metastore's table sits elsewhere than the base path
+    (`FSUtils.comparePathsWithoutScheme`), the table is replaced (`recreateAndSyncHiveTable`,
+    `HoodieHiveSyncClient.createOrReplaceTable`: created under a temporary name, the old one dropped, the
+    new one renamed) and every partition on storage registered again, at the new location. Without it,
+    the tables kept the old location and the partitions not written since the move kept theirs."""
+    import shutil
+
+    from hmsclient import hmsclient
+
+    old, new = tmp_path / "old" / "trips", tmp_path / "new" / "trips"
+    settings = sync_settings(**{"hoodie.datasource.hive_sync.metastore.uris": metastore.uri,
+                                "hoodie.datasource.hive_sync.database": "lake_moved"})
+    assert all(o.ok for o in write_and_sync(str(old), CatalogSync(str(old), {}, settings), BATCHES[:4]))
+    shutil.copytree(old, new)
+    moved = CatalogSync(str(new), {}, settings)
+    outcome = moved.after_commit()
+    assert outcome.ok
+    (result,) = outcome.results
+    assert (result.created, result.recreated) == ([], TABLES)
+    assert (result.added, result.updated, result.dropped) == (len(TABLES) * 4, 0, 0)
+    port = int(metastore.uri.rsplit(":", 1)[1])
+    with hmsclient.HMSClient(host="127.0.0.1", port=port) as client:
+        assert sorted(client.get_all_tables("lake_moved")) == sorted(TABLES), "no temporary table left"
+        for name in TABLES:
+            table = client.get_table("lake_moved", name)
+            assert table.sd.location == f"file:{new}"
+            assert table.sd.serdeInfo.parameters["path"] == f"file:{new}"
+            assert table.parameters["last_commit_time_sync"] == last_commit_stamps(new)[0]
+            locations = {p.values[0]: p.sd.location for p in client.get_partitions("lake_moved", name, -1)}
+            assert locations == {c: f"file:{new}/city={c}" for c in CITIES[:4]}
+    again = moved.after_commit()
+    assert again.ok and (again.results[0].recreated, again.results[0].added) == ([], 0)
+
+
+def test_every_sync_points_the_table_and_its_serde_path_at_the_base_path(metastore, tmp_path):  # noqa: F811
+    """`HoodieHiveSyncClient.updateLastCommitTimeSynced` sets the table's location and the serde `path` to
+    the base path at every sync, so a location that names the same path by another scheme or authority (no
+    move, `comparePathsWithoutScheme`) is put back, with no table replaced."""
+    from hmsclient import hmsclient
+
+    path = tmp_path / "trips"
+    sync, writer = hms_sync_and_writer(metastore, path, "lake_location")
+    writer.write(_rows(BATCHES[0], tip=False))
+    assert sync.after_commit().ok
+    port = int(metastore.uri.rsplit(":", 1)[1])
+    with hmsclient.HMSClient(host="127.0.0.1", port=port) as client:
+        for name in TABLES:
+            table = client.get_table("lake_location", name)
+            table.sd.location = f"file://{path}"
+            table.sd.serdeInfo.parameters.pop("path")
+            client.alter_table("lake_location", name, table)
+        writer.write(_rows(BATCHES[1], tip=False))
+        outcome = sync.after_commit()
+        assert outcome.ok and outcome.results[0].recreated == []
+        for name in TABLES:
+            table = client.get_table("lake_location", name)
+            assert (table.sd.location, table.sd.serdeInfo.parameters.get("path")) == (f"file:{path}", f"file:{path}")
+
+
+def test_glue_registers_a_moved_table_again_at_its_new_location(aws, tmp_path):
+    """`AWSGlueCatalogSyncClient.createOrReplaceTable` (through `recreateAndSyncHiveTable`): a temporary
+    table is created and dropped first (`validateSchemaAndProperties`), then the table is dropped and
+    created at the new base path, and its partitions registered there."""
+    endpoint, glue, s3 = aws
+    old, new = "s3a://lake/before/trips", "s3a://lake/moved/trips"  # moto's S3 is shared by the tests
+    options, settings = glue_sync(endpoint, "lake_glue_moved")
+    assert all(o.ok for o in write_and_sync(old, CatalogSync(old, options, settings), BATCHES[:2],
+                                            storage_options=options))
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket="lake", Prefix="before/"):
+        for obj in page["Contents"]:
+            s3.copy_object(Bucket="lake", Key="moved/" + obj["Key"][len("before/"):], CopySource={"Bucket": "lake", "Key": obj["Key"]})
+    outcome = CatalogSync(new, options, settings).after_commit()
+    assert outcome.ok and outcome.results[0].recreated == TABLES
+    assert sorted(t["Name"] for t in glue.get_tables(DatabaseName="lake_glue_moved")["TableList"]) == sorted(TABLES)
+    for name in TABLES:
+        table = glue.get_table(DatabaseName="lake_glue_moved", Name=name)["Table"]
+        assert table["StorageDescriptor"]["Location"] == "s3://lake/moved/trips"
+        assert table["Parameters"]["hudi.metadata-listing-enabled"] == "FALSE"
+        partitions = glue.get_partitions(DatabaseName="lake_glue_moved", TableName=name)["Partitions"]
+        assert {p["Values"][0]: p["StorageDescriptor"]["Location"] for p in partitions} == {
+            c: f"s3://lake/moved/trips/city={c}" for c in CITIES[:3]}

@@ -12,6 +12,8 @@ properties, as `AWSGlueCatalogSyncClient.createTable` puts it.
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from collections.abc import Sequence
 
 from ingest.catalog.registration import PartitionDefinition, TableDefinition
@@ -85,6 +87,7 @@ class GlueCatalog:
             columns=tuple((c["Name"], c["Type"]) for c in sd.get("Columns") or []),
             parameters=dict(table.get("Parameters") or {}),
             serde_parameters=dict((sd.get("SerdeInfo") or {}).get("Parameters") or {}),
+            location=sd.get("Location") or "",
         )
 
     @staticmethod
@@ -108,6 +111,16 @@ class GlueCatalog:
         parameters.update(table.parameters)
         self.glue.create_table(DatabaseName=database, TableInput=self._table_input(table, parameters), **self.catalog)
 
+    def replace_table(self, database: str, table: TableDefinition) -> None:
+        """`AWSGlueCatalogSyncClient.createOrReplaceTable`: a table under a temporary name is created and
+        dropped first (`validateSchemaAndProperties`), so a definition Glue refuses leaves the old table;
+        then the old one is dropped and the new one created."""
+        temp = dataclasses.replace(table, name=f"{table.name}_temp{int(time.time())}")
+        self.create_table(database, temp)
+        self.glue.delete_table(DatabaseName=database, Name=temp.name, **self.catalog)
+        self.glue.delete_table(DatabaseName=database, Name=table.name, **self.catalog)
+        self.create_table(database, table)
+
     def update_table(self, database: str, table: TableDefinition, parameters: dict[str, str]) -> None:
         before = self.get_table(database, table.name)
         self.glue.update_table(DatabaseName=database, TableInput=self._table_input(table, parameters),
@@ -119,10 +132,11 @@ class GlueCatalog:
                 PartitionDefinition("", values, location)
                 for values, location in self.partitions(database, table.name).items()])
 
-    def set_parameters(self, database: str, name: str, parameters: dict[str, str]) -> None:
-        table = self.glue.get_table(DatabaseName=database, Name=name, **self.catalog)["Table"]
+    def set_parameters(self, database: str, table: TableDefinition, parameters: dict[str, str]) -> None:
+        """The sync stamps alone (`AWSGlueCatalogSyncClient.updateLastCommitTimeSynced`)."""
+        current = self.glue.get_table(DatabaseName=database, Name=table.name, **self.catalog)["Table"]
         keep = ("Name", "Description", "Owner", "Retention", "StorageDescriptor", "PartitionKeys", "TableType")
-        table_input = {k: table[k] for k in keep if k in table}
+        table_input = {k: current[k] for k in keep if k in current}
         table_input["Parameters"] = parameters
         self.glue.update_table(DatabaseName=database, TableInput=table_input, SkipArchive=self.skip_archive,
                                **self.catalog)

@@ -10,6 +10,7 @@ seconds, Hive's unit (Hudi casts milliseconds to an int, which overflows).
 
 from __future__ import annotations
 
+import dataclasses
 import getpass
 import time
 from collections.abc import Sequence
@@ -24,6 +25,7 @@ EXTRA = "ingest[hive]"
 # does not allow (a struct gaining a field, for one) while this metastore setting is true.
 INCOMPATIBLE = "types incompatible with the existing columns"
 INCOMPATIBLE_SETTING = "hive.metastore.disallow.incompatible.col.type.changes"
+TEMP_SUFFIX = "_temp"  # HoodieSyncClient.generateTempTableName: name, suffix, epoch seconds
 
 
 def require_hmsclient():
@@ -78,6 +80,7 @@ class HiveMetastore:
             columns=tuple((c.name, c.type) for c in table.sd.cols),
             parameters=dict(table.parameters or {}),
             serde_parameters=dict(table.sd.serdeInfo.parameters or {}),
+            location=table.sd.location or "",
         )
 
     def _fields(self, columns) -> list:
@@ -100,6 +103,17 @@ class HiveMetastore:
             tableType="EXTERNAL_TABLE",
         ))
 
+    def replace_table(self, database: str, table: TableDefinition) -> None:
+        """`HoodieHiveSyncClient.createOrReplaceTable`: the new table is created under a temporary name
+        first, so a definition the metastore refuses leaves the old one; then the old one is dropped (its
+        data kept) and the new one renamed."""
+        temp = dataclasses.replace(table, name=f"{table.name}{TEMP_SUFFIX}{int(time.time())}")
+        self.create_table(database, temp)
+        self.client.drop_table(database, table.name, False)
+        created = self.client.get_table(database, temp.name)
+        created.tableName = table.name
+        self.client.alter_table(database, temp.name, created)
+
     def update_table(self, database: str, table: TableDefinition, parameters: dict[str, str]) -> None:
         current = self.client.get_table(database, table.name)
         before = [(c.name, c.type) for c in current.sd.cols]
@@ -119,10 +133,14 @@ class HiveMetastore:
                 f"{INCOMPATIBLE_SETTING} is true there, Hive's default. Set it to false in the metastore's "
                 "configuration (Hudi's own sync needs the same for this change)") from e
 
-    def set_parameters(self, database: str, name: str, parameters: dict[str, str]) -> None:
-        current = self.client.get_table(database, name)
+    def set_parameters(self, database: str, table: TableDefinition, parameters: dict[str, str]) -> None:
+        """`HoodieHiveSyncClient.updateLastCommitTimeSynced`: with the sync stamps, the location and the serde
+        `path` are set to the base path again."""
+        current = self.client.get_table(database, table.name)
         current.parameters = dict(parameters)
-        self.client.alter_table_with_environment_context(database, name, current, self.t.EnvironmentContext(
+        current.sd.location = table.location
+        current.sd.serdeInfo.parameters = {**(current.sd.serdeInfo.parameters or {}), "path": table.location}
+        self.client.alter_table_with_environment_context(database, table.name, current, self.t.EnvironmentContext(
             properties={}))
 
     # -- partitions --------------------------------------------------------------------------------

@@ -11,7 +11,10 @@ plus "hollow" ones before it that completed after the last synced completion tim
 is dropped if it was dropped since (`TimelineUtils.getDroppedPartitions`), else added or updated.
 Locations are compared without scheme and authority, as Hudi compares them. Last,
 `last_commit_time_sync` and `last_commit_completion_time_sync` record the latest completed commit and
-the latest completion time of the commits timeline (`updateLastCommitTimeSynced`).
+the latest completion time of the commits timeline (`updateLastCommitTimeSynced`, which also points a
+metastore table's location and serde `path` at the base path). A table the catalog holds at another
+location (compared without scheme) is replaced and all its partitions synced again
+(`recreateAndSyncHiveTable`).
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ class CatalogTable:
     columns: tuple[tuple[str, str], ...]
     parameters: dict[str, str]
     serde_parameters: dict[str, str]
+    location: str
 
 
 class CatalogClient(Protocol):
@@ -61,8 +65,9 @@ class CatalogClient(Protocol):
     def create_database(self, database: str) -> None: ...
     def get_table(self, database: str, name: str) -> CatalogTable | None: ...
     def create_table(self, database: str, table: TableDefinition) -> None: ...
+    def replace_table(self, database: str, table: TableDefinition) -> None: ...
     def update_table(self, database: str, table: TableDefinition, parameters: dict[str, str]) -> None: ...
-    def set_parameters(self, database: str, name: str, parameters: dict[str, str]) -> None: ...
+    def set_parameters(self, database: str, table: TableDefinition, parameters: dict[str, str]) -> None: ...
     def partitions(self, database: str, name: str) -> dict[tuple[str, ...], str]: ...
     def add_partitions(self, database: str, table: TableDefinition, parts: Sequence[PartitionDefinition]) -> None: ...
     def update_partitions(self, database: str, table: TableDefinition,
@@ -77,6 +82,7 @@ class SyncResult:
     database: str
     tables: list[str] = field(default_factory=list)
     created: list[str] = field(default_factory=list)
+    recreated: list[str] = field(default_factory=list)  # registered at another location before
     schema_updated: list[str] = field(default_factory=list)
     added: int = 0
     updated: int = 0
@@ -89,6 +95,8 @@ class SyncResult:
         what = []
         if self.created:
             what.append(f"created {','.join(self.created)}")
+        if self.recreated:
+            what.append(f"recreated at the table's location {','.join(self.recreated)}")
         if self.schema_updated:
             what.append(f"schema of {','.join(self.schema_updated)}")
         what.append(f"partitions +{self.added} ~{self.updated} -{self.dropped}")
@@ -232,6 +240,12 @@ def sync_table(table: HudiTable, settings: SyncSettings, client: CatalogClient) 
             client.create_table(settings.database, definition)
             result.created.append(definition.name)
             synced = (None, None)
+        elif path_only(existing.location) != path_only(definition.location):
+            # `HiveSyncTool.syncHoodieTable`: a table registered at another base path ("basepath is
+            # updated") is replaced (`recreateAndSyncHiveTable`) and all its partitions synced again.
+            client.replace_table(settings.database, definition)
+            result.recreated.append(definition.name)
+            synced = (None, None)
         else:
             synced = (existing.parameters.get(LAST_COMMIT_TIME_SYNC),
                       existing.parameters.get(LAST_COMMIT_COMPLETION_TIME_SYNC))
@@ -244,7 +258,7 @@ def sync_table(table: HudiTable, settings: SyncSettings, client: CatalogClient) 
                 client.update_table(settings.database, definition, wanted)
         _sync_partitions(commits, settings, client, definition, synced, result)
         current = client.get_table(settings.database, definition.name)
-        client.set_parameters(settings.database, definition.name, {**(current.parameters if current else {}), **stamp})
+        client.set_parameters(settings.database, definition, {**(current.parameters if current else {}), **stamp})
     result.last_commit = last.timestamp
     result.seconds = time.monotonic() - started
     return result
