@@ -443,6 +443,10 @@ _MODEL = "org.apache.hudi.common.model."
          "hoodie.record.merge.strategy.id": "00000000-0000-0000-0000-000000000000"}, "hoodie.compaction.payload.class"),
     (9, {"hoodie.table.legacy.payload.class": _MODEL + "AWSDmsAvroPayload",
          "hoodie.record.merge.mode": "COMMIT_TIME_ORDERING"}, "hoodie.table.legacy.payload.class"),
+    # inferMergingConfigsForV9TableCreation, CASE 2: a payload not under deprecation stays in
+    # hoodie.compaction.payload.class with merge mode CUSTOM and the payload-based strategy.
+    (9, {"hoodie.compaction.payload.class": "com.example.MyPayload", "hoodie.record.merge.mode": "CUSTOM",
+         "hoodie.record.merge.strategy.id": "00000000-0000-0000-0000-000000000000"}, "hoodie.compaction.payload.class"),
     (9, {"hoodie.record.merge.property.hoodie.payload.delete.field": "Op",
          "hoodie.record.merge.property.hoodie.payload.delete.marker": "D"},
      "hoodie.record.merge.property.hoodie.payload.delete.field"),

@@ -380,13 +380,18 @@ class TableConfig:
         payload class other than the built-in three (`AWSDmsAvroPayload` deletes on `Op = 'D'`,
         `PartialUpdateAvroPayload` keeps old values for null fields, ...), and at 9 the merge properties
         Hudi 1.1 records for them (`inferMergingConfigsForV9TableCreation`: delete keys and markers,
-        `getTableMergeProperties`)."""
-        key = TableConfigKey.LEGACY_PAYLOAD_CLASS if self.table_version.legacy_payload_key else TableConfigKey.PAYLOAD_CLASS
-        payload = self.props.get(key.value.key)
-        if payload and payload not in BUILT_IN_PAYLOADS:
-            names = ", ".join(p.rsplit(".", 1)[1] for p in BUILT_IN_PAYLOADS)
-            raise UnsupportedTable(f"{where}: {key.value.key}={payload} cannot be written (ingest merges records as "
-                                   f"{names} do)")
+        `getTableMergeProperties`). At 9 a payload Hudi does not deprecate stays in
+        `hoodie.compaction.payload.class`, with merge mode CUSTOM (CASE 2 there, and
+        `EightToNineUpgradeHandler.reconcilePayloadClassConfig`), so both keys are looked at."""
+        keys = [TableConfigKey.PAYLOAD_CLASS]
+        if self.table_version.legacy_payload_key:
+            keys.insert(0, TableConfigKey.LEGACY_PAYLOAD_CLASS)
+        for key in keys:
+            payload = self.props.get(key.value.key)
+            if payload and payload not in BUILT_IN_PAYLOADS:
+                names = ", ".join(p.rsplit(".", 1)[1] for p in BUILT_IN_PAYLOADS)
+                raise UnsupportedTable(f"{where}: {key.value.key}={payload} cannot be written (ingest merges records "
+                                       f"as {names} do)")
         merge_properties = sorted(k for k in self.props if k.startswith(MERGE_PROPERTY_PREFIX))
         if merge_properties:
             first = merge_properties[0]
