@@ -25,7 +25,7 @@ from ingest.hudi.keygen.key_generator import (
     java_strings,
     java_timestamp_to_string,
 )
-from ingest.hudi.keygen.partition_path import escape_path_name, partition_path_problem
+from ingest.hudi.keygen.partition_path import escape_path_name, partition_path_problem, unescape_path_name
 
 RK, PP = "hoodie.datasource.write.recordkey.field", "hoodie.datasource.write.partitionpath.field"
 CLASS, TYPE = "hoodie.datasource.write.keygenerator.class", "hoodie.datasource.write.keygenerator.type"
@@ -476,9 +476,13 @@ def test_compute_keys_matches_a_row_by_row_model(rows, hive_style, urlencode):
             text = "__HIVE_DEFAULT_PARTITION__" if not value else escape_path_name(value) if urlencode else value
             levels.append(f"{field}={text}" if hive_style else text)
         expected_path = "/".join(levels)
+        # A value Spark's Hudi reader would read as another (`misread_value_problems`): one holding '=' or a
+        # '%' escape it decodes, or the null folder's name.
+        misread = not urlencode and bool(p) and (
+            "=" in p or unescape_path_name(p) != p or p == "__HIVE_DEFAULT_PARTITION__")
         if (a in (None, "")) and b is None:
             assert keys.errors[row].as_py().startswith("recordKey values")
-        elif partition_path_problem(expected_path, 2):
+        elif partition_path_problem(expected_path, 2) or misread:
             assert keys.errors[row].as_py() is not None and keys.partition_paths[row].as_py() is None
         else:
             assert keys.record_keys[row].as_py() == expected_key
