@@ -125,6 +125,26 @@ def test_a_table_ingest_cannot_write_is_refused_naming_its_property(tmp_path, ca
     assert files(table) == before
 
 
+def test_a_table_whose_record_keys_hudi_generated_is_refused(tmp_path, capsys):
+    """Hudi 0.14+ writes a table without `hoodie.table.recordkey.fields` when it generates every record's key
+    (`AutoRecordKeyGeneratorWrapper`, a Spark SQL table without a primary key), and its own writers then
+    refuse a record key field (`HoodieWriterUtils.validateTableConfig`: "if incoming record key is non
+    empty, table config should also be non empty"). ingest's keyed updates and deletes would match none of
+    those records, so the table is refused before anything is written."""
+    table = tmp_path / "trips"
+    options = WriteOptions(str(table), "trips", hudi=HUDI_SETTINGS, index=IndexOptions(type=IndexType.KEY))
+    LocalWriter(options).write(rows())
+    props = table / ".hoodie" / "hoodie.properties"
+    props.write_text("\n".join(line for line in props.read_text().splitlines()
+                               if not line.startswith("hoodie.table.recordkey.fields=")) + "\n")
+    says = "hoodie.table.recordkey.fields is not set: the table's records carry keys Hudi generated"
+    assert refused(capsys, pipeline(tmp_path, table), table).startswith(f"ingest: error: {props}: {says}")
+    before = files(table)
+    with pytest.raises(UnsupportedTable, match=says):
+        LocalWriter(options).write(rows())
+    assert files(table) == before
+
+
 @pytest.mark.parametrize("version, marker", [(6, "file"), (8, "file"), (9, "file"), (6, "commit")])
 def test_a_table_whose_schema_hudi_evolved_on_read_is_refused(tmp_path, capsys, version, marker):
     """Hudi's schema on read (`hoodie.schema.on.read.enable`, `ALTER TABLE ... RENAME COLUMN`) keeps an

@@ -329,7 +329,7 @@ class TableConfig:
 
     def check_writable(self, where: str) -> None:
         """Refuse, naming the property, a table ingest cannot write into: another table version, a
-        copy-on-write table, or one without meta fields (`HoodieTableConfig.populateMetaFields`:
+        copy-on-write table, one with auto-generated record keys, or one without meta fields (`HoodieTableConfig.populateMetaFields`:
         such tables find records by their key fields; ingest's index and reader need the meta fields)."""
         version = self.get(TableConfigKey.VERSION)
         if not writes_version(version):
@@ -347,6 +347,11 @@ class TableConfig:
             raise UnsupportedTable(f"{where}: {TableConfigKey.PARTIAL_UPDATE_MODE.key}={partial} cannot be written "
                                    "(ingest writes whole records: NONE)")
         self._check_merge_written(where)
+        if not self.raw(TableConfigKey.RECORD_KEY_FIELDS):
+            # `HoodieWriterUtils.validateTableConfig`: "if incoming record key is non empty, table config should
+            # also be non empty". Hudi 0.14+ leaves the key out for tables whose keys it generates per record.
+            raise UnsupportedTable(f"{where}: {TableConfigKey.RECORD_KEY_FIELDS.key} is not set: the table's records "
+                                   "carry keys Hudi generated (no record key field), which no keyed write matches")
         if not self.get(TableConfigKey.POPULATE_META_FIELDS):
             raise UnsupportedTable(f"{where}: {TableConfigKey.POPULATE_META_FIELDS.key}="
                                    f"{self.raw(TableConfigKey.POPULATE_META_FIELDS)}: ingest writes tables with "
