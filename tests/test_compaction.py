@@ -551,3 +551,39 @@ def test_a_compaction_another_compactor_rolled_back_is_not_completed(tmp_path, r
     execution.heartbeat.release()
     compaction.execute(w.table, instant)  # from its plan again
     assert our_rows(path) == w.expected()
+
+
+def test_a_compaction_commit_with_an_older_schema_does_not_say_the_tables(tmp_path):
+    """`HoodieActiveTimeline.getLastCommitMetadataWithValidSchema` takes the schema of the latest completed
+    commit whose operation can change it (`WriteOperationType.canUpdateSchema`: not COMPACT, CLUSTER,
+    LOG_COMPACT or INDEX). A Hudi compactor may commit the schema it started with, older than a column a
+    later write added; the table's schema stays the write's, and ingest's next commit keeps the column."""
+    import json
+
+    import pyarrow as pa
+
+    from ingest import services
+    from ingest.write.batch import LocalWriter
+    from ingest.write.options import IndexOptions, IndexType, WriteOptions
+
+    path = str(tmp_path / "t")
+    hudi = {"hoodie.datasource.write.recordkey.field": "id", "hoodie.datasource.write.partitionpath.field": "p",
+            "hoodie.datasource.write.precombine.field": "ts"}
+    writer = LocalWriter(WriteOptions(path, "t", hudi=hudi, index=IndexOptions(type=IndexType.BUCKET, bucket_count=1)))
+    writer.write(pa.table({"id": ["a", "b"], "p": ["x", "x"], "ts": [1, 1]}))
+    writer.write(pa.table({"id": ["a"], "p": ["x"], "ts": [2], "tip": [0.5]}))
+    done = services.compact(path, ServiceSettings.from_mapping({}))
+    commit = tmp_path / "t" / ".hoodie" / f"{done.scheduled}.commit"
+    meta = json.loads(commit.read_text())
+    assert meta["operationType"] == "COMPACT"
+    older = json.loads(meta["extraMetadata"]["schema"])
+    older["fields"] = [f for f in older["fields"] if f["name"] != "tip"]
+    meta["extraMetadata"]["schema"] = json.dumps(older)
+    commit.write_text(json.dumps(meta, indent=2))  # as a compactor holding the first schema commits it
+
+    table = HudiTable.open(path)
+    assert table.timeline().completed()[-1].timestamp == done.scheduled
+    assert [f["name"] for f in table.schema()["fields"]][-1] == "tip"
+    writer.write(pa.table({"id": ["b"], "p": ["x"], "ts": [3]}))  # a batch without the column
+    rows = {r["id"]: r["tip"] for r in read_snapshot(HudiTable.open(path)).to_pylist()}
+    assert rows == {"a": 0.5, "b": None}

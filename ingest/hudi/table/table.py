@@ -38,6 +38,9 @@ BUCKET_INDEX_FOLDER = f"{METAFOLDER}/.bucket_index"
 BUCKET_INDEX_METADATA = {"partition_bucket_index_meta": "bucket numbers by partition",
                          "consistent_hashing_metadata": "consistent hashing"}
 LATEST_SCHEMA_KEY = "latest_schema"
+# `WriteOperationType.canUpdateSchema`: table services rewrite data under the schema they were given,
+# so their commits never say the table's schema (`getLastCommitMetadataWithValidSchema` skips them).
+_SERVICE_OPERATIONS = frozenset({"COMPACT", "CLUSTER", "LOG_COMPACT", "INDEX"})
 T = TypeVar("T")
 
 
@@ -188,6 +191,8 @@ class HudiTable:
         if marker is None:
             for instant in reversed(timeline.completed(*_SCHEMA_WRITES)):
                 metadata = self.commit_metadata(instant)
+                if metadata.operation_type in _SERVICE_OPERATIONS:
+                    continue
                 if LATEST_SCHEMA_KEY in metadata.extra_metadata:
                     marker = f"{instant.action.value} {instant.timestamp} carries {LATEST_SCHEMA_KEY}"
                 if marker or metadata.schema:
@@ -239,12 +244,15 @@ class HudiTable:
                 if p is not None}
 
     def schema(self, timeline: Timeline | None = None, as_of: str | None = None) -> avro.AvroSchema | None:
-        """The table's Avro schema (no meta fields): from the latest commit as of `as_of`, else at creation."""
+        """The table's Avro schema (no meta fields): from the latest commit as of `as_of` that wrote records
+        (`getLastCommitMetadataWithValidSchema`: not a compaction's, clustering's or log compaction's, whose
+        writer may have held an older schema), else at creation."""
         timeline = timeline or self.timeline()
         for instant in reversed(timeline.completed(*_SCHEMA_WRITES)):
             if as_of is not None and instant.timestamp > as_of:
                 continue
-            text = self.commit_metadata(instant).schema
+            metadata = self.commit_metadata(instant)
+            text = metadata.schema if metadata.operation_type not in _SERVICE_OPERATIONS else None
             if text:
                 return avro.without_meta_fields(avro.parse(text))
         created = self.config.create_schema
