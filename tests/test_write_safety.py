@@ -109,6 +109,31 @@ def test_incompatible_schema_change_fails_before_anything_is_written(table_dir):
     assert got == {"a": None, "b": 1.5}
 
 
+def test_a_column_differing_from_the_tables_only_in_case_fails_before_anything_is_written(table_dir):
+    """Hudi's writer matches column names exactly (`AvroSchemaUtils.checkValidEvolution`,
+    `findAnyMissingFields`), and Spark's readers resolve them ignoring case
+    (`SchemaUtils.checkSchemaColumnNameDuplication`): a column `V` added beside `v`, at the top or in a nested
+    record, or a batch holding both, would leave a table Spark refuses to read. Each is refused before
+    anything is written, naming both columns."""
+    options = opts(table_dir)
+    LocalWriter(options).write(rows(("a", "p", 1, "x")).append_column(
+        "addr", pa.array([{"city": "c"}], pa.struct([("city", pa.string())]))))
+    table = HudiTable.open(str(table_dir))
+    before = table.timeline().instants
+    clash = rows(("b", "p", 2, "y"))
+    clash = clash.rename_columns([n if n != "v" else "V" for n in clash.column_names])
+    with pytest.raises(SchemaEvolutionError, match="column 'V' differs from the table's 'v' only in case"):
+        LocalWriter(options).write(clash)
+    nested = rows(("b", "p", 2, "y")).append_column(
+        "addr", pa.array([{"City": "d"}], pa.struct([("City", pa.string())])))
+    with pytest.raises(SchemaEvolutionError, match="field 'addr.City' differs from the table's 'addr.city' only"):
+        LocalWriter(options).write(nested)
+    both = rows(("b", "p", 2, "y")).append_column("V", pa.array(["z"]))
+    with pytest.raises(SchemaEvolutionError, match="names differ only in case: 'v' and 'V'"):
+        LocalWriter(options).write(both)
+    assert table.timeline().instants == before
+
+
 def test_null_key_fails_the_batch_naming_the_record_or_is_quarantined(table_dir, tmp_path):
     options = opts(table_dir)
     batch = rows(("a", "p", 1, "x"), (None, "p", 1, "no key"))

@@ -64,8 +64,33 @@ def invalid_names(schema: pa.Schema) -> list[str]:
     return list(_names([(f.name, f) for f in schema], ""))
 
 
+def _case_clashes(fields: list[tuple[str | None, pa.Field]], path: str) -> Iterator[tuple[str, str]]:
+    seen: dict[str, str] = {}
+    for step, field in fields:
+        here = path if step is None else (f"{path}.{step}" if path else step)
+        if step is not None:
+            if step.lower() in seen:
+                yield seen[step.lower()], here
+            seen.setdefault(step.lower(), here)
+        yield from _case_clashes(_children(field.type), here)
+
+
+def case_clashes(schema: pa.Schema) -> list[tuple[str, str]]:
+    """Pairs of sibling columns or fields whose names differ only in case."""
+    return list(_case_clashes([(f.name, f) for f in schema], ""))
+
+
+CASE_CLASH = ("Spark resolves names ignoring case (spark.sql.caseSensitive is false by default), so its Hudi reader "
+              "refuses a table with both ('Found duplicate column(s)'), as do Hive and the catalogs")
+
+
 def check_names(schema: pa.Schema, *, where: str = "") -> None:
-    """Fail, naming every bad column by its path, unless Avro accepts every name."""
+    """Fail, naming every bad column by its path, unless Avro accepts every name and no two sibling names
+    differ only in case."""
+    clashes = case_clashes(schema)
+    if clashes:
+        raise SchemaEvolutionError(f"{where}columns whose names differ only in case: "
+                                   + ", ".join(f"{a!r} and {b!r}" for a, b in clashes) + f" ({CASE_CLASH})")
     bad = invalid_names(schema)
     if bad:
         raise SchemaEvolutionError(

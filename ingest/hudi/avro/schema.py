@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from ingest.errors import SchemaEvolutionError
-from ingest.hudi.avro.avro_names import check_names, sanitize_name
+from ingest.hudi.avro.avro_names import CASE_CLASH, check_names, sanitize_name
 from ingest.hudi.avro.promotion import promotable, widens
 
 AvroSchema = dict[str, Any]
@@ -365,9 +365,15 @@ class _Evolution:
             changed |= evolved is not None
             fields.append(old if evolved is None else {**old, "type": evolved})
         known = {f["name"] for f in table}
+        # Hudi's writer matches names exactly (`AvroSchemaUtils.checkValidEvolution`) and would call such a
+        # column missing; added beside the table's, it makes Spark's readers refuse the table.
+        by_lower = {n.lower(): n for n in known}
+        self.problems += [f"{kind} '{prefix}{n}' differs from the table's '{prefix}{by_lower[n.lower()]}' only in "
+                          f"case ({CASE_CLASH})" for n in by_name if n not in known and n.lower() in by_lower]
         # Rows written before a new field existed hold no value for it, so the table's field is nullable
         # whatever the incoming data declares.
-        added = [_as_nullable(f) for n, f in by_name.items() if n not in known and f["type"] != "null"]
+        added = [_as_nullable(f) for n, f in by_name.items()
+                 if n not in known and n.lower() not in by_lower and f["type"] != "null"]
         if added and prefix and not self.nested_additions:
             self.problems += [f"field '{prefix}{f['name']}' is new in a nested record ({NESTED_ADDITIONS_REFUSED})"
                               for f in added]
