@@ -10,6 +10,7 @@ delete without one (`IntWrapper(0)`).
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import pyarrow as pa
@@ -51,15 +52,19 @@ def ordered(ts: int) -> OrderingValue:
 
 
 def read(folder: Path, base_ts: int | None, blocks: list[tuple], *, event_time: bool, log_ordering: bool = False,
-         deletes_in_log_order: bool) -> list[int]:
+         deletes_in_log_order: bool, ts_type: object = None) -> list[int]:
     """The `ts` of the key's row after merging, [] when it is deleted. `blocks`: ("data", ts, deleted) or
-    ("delete", ordering value), one block each, in log order, each of its own completed instant."""
+    ("delete", ordering value), one block each, in log order, each of its own completed instant. `ts_type`:
+    the ordering field's Avro type, when not a long."""
+    schema = SCHEMA if ts_type is None else {**SCHEMA, "fields": [
+        f if f["name"] != "ts" else {**f, "type": ["null", ts_type]} for f in SCHEMA["fields"]]}
+    full = avro.with_meta_fields(schema)
     storage = Storage(str(folder))
     base = None
     if base_ts is not None:
         name = f"{FILE_ID}_0-1-1_{BASE_INSTANT}.parquet"
         write_base_file(storage, name, pa.Table.from_pylist([row(BASE_INSTANT, base_ts)],
-                                                            schema=avro.avro_to_arrow(FULL)), FULL)
+                                                            schema=avro.avro_to_arrow(full)), full)
         base = BaseFile("", BaseFileName.parse(name), storage.size(name))
     log_blocks, completed = [], {BASE_INSTANT}
     for n, block in enumerate(blocks, start=1):
@@ -67,13 +72,13 @@ def read(folder: Path, base_ts: int | None, blocks: list[tuple], *, event_time: 
         completed.add(instant)
         if block[0] == "data":
             records = [row(instant, block[1], block[2] if len(block) > 2 else None)]
-            log_blocks.append(avro_data_block(instant, FULL, encode_avro_records(records, FULL)))
+            log_blocks.append(avro_data_block(instant, full, encode_avro_records(records, full)))
         else:
-            log_blocks.append(delete_block(instant, FULL, [DeleteRecord("k", "", block[1])]))
+            log_blocks.append(delete_block(instant, full, [DeleteRecord("k", "", block[1])]))
     name = f".{FILE_ID}_{BASE_INSTANT}.log.1_0-1-1"
     create_log_file(storage, name, log_blocks)
     slice_ = FileSlice("", FILE_ID, BASE_INSTANT, base, (LogFile("", LogFileName.parse(name), storage.size(name)),))
-    ctx = ReadContext(storage, SCHEMA, frozenset(completed), "ts", event_time, log_ordering=log_ordering,
+    ctx = ReadContext(storage, schema, frozenset(completed), "ts", event_time, log_ordering=log_ordering,
                       deletes_in_log_order=deletes_in_log_order)
     return [r["ts"] for r in read_slice(ctx, slice_).to_pylist()]
 
@@ -108,6 +113,32 @@ V6_EVENT_TIME = [
 @pytest.mark.parametrize(("base_ts", "blocks", "expected"), V6_EVENT_TIME)
 def test_version_6_event_time_slices_merge_as_hudi_0_15_merges_them(tmp_path, base_ts, blocks, expected):
     assert read(tmp_path, base_ts, blocks, event_time=True, deletes_in_log_order=True) == expected
+
+
+@pytest.mark.parametrize(("ts_type", "earlier", "delete", "later"), [
+    # `processNextDeletedRecord` compares the two values only when `ReflectionUtils.isSameClass(curOrderingVal,
+    # deleteOrderingVal)`: the record's comes from `SpillableMapUtils.getPreCombineVal` as Avro's
+    # `GenericDatumReader` read it (`Utf8`, `Integer` days, `ByteBuffer`), the delete's from
+    # `HoodieAvroUtils.unwrapAvroValueWrapper` (`String`, `LocalDate`, `BigDecimal`). Never the same class, so the
+    # delete replaces the record whatever the values.
+    pytest.param("string", "2024-02-01", OrderingValue(OrderingWrapper.STRING, "2024-01-01"), "2024-03-01",
+                 id="string"),
+    pytest.param({"type": "int", "logicalType": "date"}, dt.date(2024, 2, 1),
+                 OrderingValue(OrderingWrapper.DATE, (dt.date(2024, 1, 1) - dt.date(1970, 1, 1)).days),
+                 dt.date(2024, 3, 1), id="date"),
+])
+@pytest.mark.parametrize("log_ordering", [False, True])
+def test_version_6_deletes_whose_value_unwraps_to_another_class_replace_a_larger_record(
+        tmp_path, ts_type, earlier, delete, later, log_ordering):
+    merge = {"event_time": not log_ordering, "log_ordering": log_ordering, "deletes_in_log_order": True}
+    assert read(tmp_path / "gone", None, [("data", earlier), ("delete", delete)], ts_type=ts_type, **merge) == []
+    # A record after the delete replaces it (`preCombine`: `if (oldValue.recordBytes.length == 0) return this`).
+    assert read(tmp_path / "back", None, [("data", later), ("delete", delete), ("data", earlier)], ts_type=ts_type,
+                **merge) == [earlier]
+    # 1.x converts the delete's value to the engine's type (`RecordContext.convertOrderingValueToEngineType`)
+    # and compares: the larger record stays.
+    assert read(tmp_path / "v8", None, [("data", earlier), ("delete", delete)], ts_type=ts_type, event_time=True,
+                deletes_in_log_order=False) == [earlier]
 
 
 @pytest.mark.parametrize(("base_ts", "blocks", "expected"), [

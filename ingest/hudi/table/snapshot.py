@@ -16,7 +16,9 @@ time and not named by a rollback command block. Then, as the table config says:
 At version 6 (`TableVersion.deletes_fold_in_log_order`) the log versions merge among themselves first, as
 0.14/0.15's log scanner merges them, and their survivor then meets the base file's row: a surviving
 delete removes it whatever its value. A key with a delete that carries an ordering value (Hudi writes one
-for `_hoodie_is_deleted`) is merged version by version in log order. A record flagged
+for `_hoodie_is_deleted`) is merged version by version in log order, when that value is of the class the
+records' values are read in (`_SAME_CLASS_AS_RECORDS`; a string, date or decimal one never is, and such a
+delete replaces what came before it, as one without value does). A record flagged
 `_hoodie_is_deleted` in a log that wins is a delete, at every version.
 
 Tables written by ingest keep every key's history monotonic (see `ingest.write.resolve`), so on them
@@ -49,6 +51,17 @@ from ingest.hudi.timeline.timeline import ARCHIVE_FOLDER, Timeline
 from ingest.storage import Storage
 
 log = logging.getLogger(__name__)
+
+
+# Version 6: the wrappers whose value `HoodieAvroUtils.unwrapAvroValueWrapper` returns in the class a record's
+# ordering value has as Avro's `GenericDatumReader` reads it (`SpillableMapUtils.getPreCombineVal`). Only for
+# these does 0.14/0.15's `processNextDeletedRecord` compare a delete with the record before it
+# (`ReflectionUtils.isSameClass`); a StringWrapper unwraps to `String` against the record's `Utf8`, a
+# DateWrapper to `LocalDate` against `Integer`, a DecimalWrapper to `BigDecimal` against `ByteBuffer` or
+# `GenericFixed`, so such a delete replaces the record whatever the values. 1.x converts both sides to the
+# engine's type first (`RecordContext.convertOrderingValueToEngineType`) and compares them by value.
+_SAME_CLASS_AS_RECORDS = frozenset({OrderingWrapper.BOOLEAN, OrderingWrapper.INT, OrderingWrapper.LONG,
+                                    OrderingWrapper.FLOAT, OrderingWrapper.DOUBLE, OrderingWrapper.BYTES})
 
 
 def _ordering_wrapper(schema: avro.AvroSchema, ordering_field: str | None) -> OrderingWrapper | None:
@@ -230,6 +243,7 @@ def _log_versions(ctx: ReadContext, slice_: FileSlice) -> tuple[list[dict[str, A
                 ordered = (
                     ov is not None and wanted_wrapper is not None and ov.wrapper == wanted_wrapper
                     and not (ov.wrapper == OrderingWrapper.INT and ov.value == 0)
+                    and (not ctx.deletes_in_log_order or ov.wrapper in _SAME_CLASS_AS_RECORDS)
                 )
                 deletes.append((seq, d.record_key, d.partition_path, ov.value if ordered else None))
     return records, deletes
