@@ -140,7 +140,8 @@ def _check_as_of(table: HudiTable, timeline: Timeline, as_of: str) -> None:
 
 @dataclass(frozen=True)
 class CorruptBlock:
-    """A corrupt block no reader may skip silently: of a committed instant, or of one unknown."""
+    """A corrupt block no reader may skip silently: of a committed instant, or of one unknown, that no later
+    block of the slice explains (a rollback command block, a retried task's whole block)."""
 
     url: str
     offset: int
@@ -164,36 +165,57 @@ class _SliceLogs:
 
 def scan_logs(ctx: ReadContext, slice_: FileSlice) -> _SliceLogs:
     """The slice's log blocks of completed instants, the instants rollback blocks name, and the
-    corrupt blocks that lost committed data. Hudi's reader (`AbstractHoodieLogRecordReader`) skips
-    every CORRUPT block; a torn block of a failed or rolled back write is normal and skipped here
-    too, silently, but one of a committed instant (or whose instant its torn header no longer
-    tells) held rows that are gone, and is reported (`CorruptBlock`)."""
+    corrupt blocks that lost committed data. Hudi's reader (`AbstractHoodieLogRecordReader.scanInternalV1`)
+    never fails on a CORRUPT block: a later rollback command block removes every one queued before it,
+    whatever its target (`removeIf(block -> ... CORRUPT_BLOCK ...)`), and one left is skipped with a warning
+    (`processQueuedBlocksForInstant`). Skipped here too, with an info line, is a torn block that is normal:
+    of a failed or rolled back write, one a rollback command block follows, and one a retried task wrote
+    again after it (a whole block of the same instant later in the slice; when its cut header no longer
+    names the instant, a whole block of any completed instant: `HoodieAppendHandle` appends the retry to
+    the slice's latest log file). The rest held rows of a committed instant (or of one unknown) that no
+    later block explains, and are reported (`CorruptBlock`)."""
     out = _SliceLogs([], {}, set(), [])
-    torn: list[tuple[str, LogBlock, bool]] = []
+    torn: list[tuple[str, LogBlock, bool, int]] = []  # (log file, block, last in its file, scan position)
+    last_of_instant: dict[str, int] = {}              # instant -> scan position of its last whole block
+    last_command = -1
+    position = -1
     for log_file in slice_.log_files:
         last = None
         for block in iter_log_blocks(ctx.storage, log_file.path):
+            position += 1
             last = block
             out.paths[id(block)] = log_file.path
             if block.is_corrupt:
-                torn.append((log_file.path, block, False))
+                torn.append((log_file.path, block, False, position))
                 continue
             if block.block_type == BlockType.COMMAND:
+                last_command = position
                 if block.target_instant_time:
                     out.rolled_back.add(block.target_instant_time)
                 continue
+            if block.instant_time is not None:
+                last_of_instant[block.instant_time] = position
             if block.instant_time in ctx.completed:
                 out.blocks.append(block)
         if torn and last is torn[-1][1]:
-            torn[-1] = (torn[-1][0], last, True)
-    for path, block, at_end in torn:
+            torn[-1] = (torn[-1][0], last, True, torn[-1][3])
+    last_completed = max((p for i, p in last_of_instant.items() if i in ctx.completed), default=-1)
+    for path, block, at_end, at in torn:
         instant = corrupt_block_instant(block)
         if instant is not None and (instant not in ctx.completed or instant in out.rolled_back):
             continue
         if instant is None and at_end and ctx.writes_pending:
             continue  # the tail a pending write is appending (or left behind when it died)
-        out.corrupt.append(CorruptBlock(ctx.storage.url(path), block.offset, block.size, instant,
-                                        block.corrupt_reason or "corrupt"))
+        url = ctx.storage.url(path)
+        if at < last_command:
+            log.info("%s: corrupt block at offset %d skipped: a rollback command block follows it", url, block.offset)
+            continue
+        if at < (last_completed if instant is None else last_of_instant.get(instant, -1)):
+            whose = "a completed instant" if instant is None else f"instant {instant}"
+            log.info("%s: corrupt block at offset %d skipped: a whole block of %s follows it (a retried task's)",
+                     url, block.offset, whose)
+            continue
+        out.corrupt.append(CorruptBlock(url, block.offset, block.size, instant, block.corrupt_reason or "corrupt"))
     return out
 
 
