@@ -291,3 +291,96 @@ def test_inline_services_keep_a_long_stream_within_bounds(tmp_path):
     assert our_rows(path) == w.expected()
     rs = hudi_rs_rows(path)
     assert sorted(rs) == sorted(w.expected()) and len(rs) == len(set(rs))
+
+
+# -- Hudi's merge of small archive files (0.14/0.15 `HoodieTimelineArchiver`, `hoodie.archive.merge.enable`) --
+
+# hudi-common/src/main/avro/HoodieMergeArchiveFilePlan.avsc
+MERGE_PLAN_AVSC = {"namespace": "org.apache.hudi.avro.model", "type": "record", "name": "HoodieMergeArchiveFilePlan",
+                   "fields": [{"name": "candidate", "type": ["null", {"type": "array", "items": "string"}], "default": None},
+                              {"name": "mergedArchiveFileName", "type": ["null", "string"], "default": None}]}
+PLAN = ".hoodie/archived/mergeArchivePlan"
+
+
+def write_merge_plan(storage, candidates: list[str], merged_name: str) -> None:
+    """`buildArchiveMergePlan`: candidates by full path (`fs.getPath().toString()`), the merged file by name."""
+    buf = io.BytesIO()
+    fastavro.writer(buf, fastavro.parse_schema(MERGE_PLAN_AVSC),
+                    [{"candidate": [f"file:{storage.full_path(c)}" for c in candidates],
+                      "mergedArchiveFileName": merged_name}])
+    storage.write(PLAN, buf.getvalue())
+
+
+def hudi_verify_last_merge(storage) -> None:
+    """`HoodieTimelineArchiver.verifyLastMergeArchiveFilesIfNecessary`, the first step of Hudi's next archival."""
+    if not storage.exists(PLAN):
+        return
+    try:
+        plan = next(iter(fastavro.reader(io.BytesIO(storage.read(PLAN)), fastavro.parse_schema(MERGE_PLAN_AVSC))))
+    except Exception:
+        storage.delete(PLAN)  # "Reading partial plan file"
+        return
+    merged = f".hoodie/archived/{plan['mergedArchiveFileName']}"
+    candidates = [storage.relative(c) for c in plan["candidate"]]
+    if all(storage.exists(c) for c in candidates):
+        if storage.exists(merged):
+            storage.delete(merged)  # "Revert last action by deleting mergedArchiveFile if existed"
+    elif storage.exists(merged):
+        for c in candidates:
+            storage.delete(c)
+    storage.delete(PLAN)
+
+
+def archived_twice(tmp_path) -> tuple[ModelWriter, set[str]]:
+    """A table archived twice (two archive files); the instants archived."""
+    w = ModelWriter(tmp_path / "t")
+    write_with_compactions(w, 12)
+    first = archiver.archive(w.table, small())
+    write_with_compactions(w, 9, seed=6, start=12)
+    second = archiver.archive(w.table, small())
+    assert first.archived and second.archived
+    assert [p for _, p in archiver.archive_files(w.table.storage)] == [
+        ".hoodie/archived/.commits_.archive.1_1-0-1", ".hoodie/archived/.commits_.archive.2_1-0-1"]
+    return w, set(first.archived) | set(second.archived)
+
+
+def assert_archived_once(storage, instants: set[str]) -> None:
+    entries = archiver.read_archived_timeline(storage)
+    keys = [archiver._entry_key(e) for e in entries]
+    assert len(keys) == len(set(keys)), "every instant and state read once"
+    assert {e["commitTime"] for e in entries} >= instants
+
+
+def test_archival_settles_hudis_interrupted_merge_before_naming_its_file(tmp_path):
+    """Hudi's merge wrote its plan (candidate `.1`, merged `.2`) and died before the merged file appeared.
+    ingest's next file would be `.2`: left with the plan, Hudi's next archival would delete it as the
+    merge's partial output (`verifyLastMergeArchiveFilesIfNecessary`), losing instants already gone from
+    the active timeline. ingest settles the plan first, as Hudi would."""
+    w = ModelWriter(tmp_path / "t")
+    write_with_compactions(w, 12)
+    first = archiver.archive(w.table, small())
+    assert first.file == ".hoodie/archived/.commits_.archive.1_1-0-1"
+    write_with_compactions(w, 9, seed=6, start=12)
+    storage = w.table.storage
+    write_merge_plan(storage, [first.file], ".commits_.archive.2_1-0-1")
+    second = archiver.archive(w.table, small())
+    assert second.archived and second.file
+    plan_left = storage.exists(PLAN)
+    hudi_verify_last_merge(storage)  # what Hudi's next archival does first
+    assert storage.exists(second.file), "Hudi took ingest's archive file for its merge's and deleted it"
+    assert_archived_once(storage, set(first.archived) | set(second.archived))
+    assert not plan_left
+    assert our_rows(w.path) == w.expected()
+
+
+def test_keeps_an_archive_file_named_as_the_plans_merge_that_holds_more(tmp_path):
+    """A table an earlier ingest archived into `.2` while Hudi's plan (candidate `.1`, merged `.2`) was
+    left: `.2` holds instants `.1` does not, so it is no merge's output. Settling keeps it and deletes
+    the plan, where Hudi's `verifyLastMergeArchiveFilesIfNecessary` would have deleted it."""
+    w, instants = archived_twice(tmp_path)
+    storage = w.table.storage
+    files = [p for _, p in archiver.archive_files(storage)]
+    write_merge_plan(storage, files[:1], files[1].rsplit("/", 1)[-1])
+    assert archiver.settle_interrupted_merge(storage) == [(1, files[0]), (2, files[1])]
+    assert not storage.exists(PLAN)
+    assert_archived_once(storage, instants)

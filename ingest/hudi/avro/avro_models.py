@@ -369,6 +369,14 @@ ARCHIVED_META_ENTRY: dict[str, Any] = _define_once(_record("HoodieArchivedMetaEn
     _opt("stateTransitionTime", "string"),
 ]), set())
 
+# `.hoodie/archived/mergeArchivePlan`: written by Hudi 0.x's archiver before it merges small archive
+# files into one (`HoodieTimelineArchiver.buildArchiveMergePlan`): the candidates by full path, the
+# merged file by name (`HoodieMergeArchiveFilePlan.avsc`).
+MERGE_ARCHIVE_FILE_PLAN: dict[str, Any] = _record("HoodieMergeArchiveFilePlan", [
+    _opt("candidate", _STRINGS),
+    _opt("mergedArchiveFileName", "string"),
+])
+
 # -- LSM timeline history (table versions 8 and 9) ----------------------------------------------------
 # `.hoodie/timeline/history/<min>_<max>_<level>.parquet` rows: one per archived instant, its completed
 # file's bytes as `metadata` and its plan (requested or inflight file) as `plan`

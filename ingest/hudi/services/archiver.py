@@ -25,6 +25,12 @@ archived. Readers here and the writer's key index count what lies before the act
 committed; a prefix keeps that true. Each run writes a new archive file (object stores cannot append;
 Hudi rolls to a new version there too); entries already written by an interrupted run are not
 written again.
+
+A Hudi writer with `hoodie.archive.merge.enable` merges small archive files into one named as the next
+version, after writing `.hoodie/archived/mergeArchivePlan` (`mergeArchiveFilesIfNecessary`). A merge cut
+short leaves the plan, and Hudi's next archival settles it first (`verifyLastMergeArchiveFilesIfNecessary`):
+while every candidate exists it deletes the merged file. ingest's next archive file would have that very
+name, so before writing one ingest settles the plan the same way.
 """
 
 from __future__ import annotations
@@ -59,12 +65,14 @@ from ingest.hudi.timeline.timeline import (
     refuse_pending_restore,
 )
 from ingest.hudi.timeline.timeline_layout import TimelineLayout
-from ingest.storage import Storage
+from ingest.storage import FileInfo, Storage
 
 log = logging.getLogger(__name__)
 
 ARCHIVE_FILE_ID = "commits"          # HoodieArchivedTimeline's archive log name
 ARCHIVE_WRITE_TOKEN = "1-0-1"        # HoodieLogFormat.UNKNOWN_WRITE_TOKEN
+MERGE_ARCHIVE_PLAN_NAME = "mergeArchivePlan"  # HoodieArchivedTimeline.MERGE_ARCHIVE_PLAN_NAME
+MERGE_ARCHIVE_PLAN = f"{ARCHIVE_FOLDER}/{MERGE_ARCHIVE_PLAN_NAME}"
 _ARCHIVE_FILE_RE = re.compile(r"^\.commits_\.archive\.(\d+)_(\d+-\d+-\d+)$")
 COMMIT_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION)
 # Actions whose timeline files this archiver can convert; an instant of another kind stops the prefix.
@@ -290,14 +298,81 @@ def _entry_key(entry: Mapping) -> tuple:
 # -- archive files --------------------------------------------------------------------------------------
 
 
-def archive_files(storage: Storage) -> list[tuple[int, str]]:
-    """(version, path) of the archive log files, oldest first."""
+def _archive_files_of(listing: list[FileInfo]) -> list[tuple[int, str]]:
     out = []
-    for entry in storage.list(ARCHIVE_FOLDER):
+    for entry in listing:
         m = _ARCHIVE_FILE_RE.match(entry.name)
         if m and not entry.is_dir:
             out.append((int(m.group(1)), entry.path))
     return sorted(out)
+
+
+def archive_files(storage: Storage) -> list[tuple[int, str]]:
+    """(version, path) of the archive log files, oldest first."""
+    return _archive_files_of(storage.list(ARCHIVE_FOLDER))
+
+
+@dataclass(frozen=True)
+class MergePlan:
+    """A `HoodieMergeArchiveFilePlan`, its files as table-relative paths."""
+
+    candidates: tuple[str, ...]
+    merged: str | None
+
+    @classmethod
+    def read(cls, storage: Storage) -> MergePlan | None:
+        """The plan, or None if it does not decode (torn while Hudi wrote it). Candidates are named by
+        full path (`fs.getPath().toString()`); one outside this table's folder (the table was copied)
+        is taken by its name in `.hoodie/archived`, where Hudi listed it."""
+        try:
+            record = avro_models.deserialize(storage.read(MERGE_ARCHIVE_PLAN), avro_models.MERGE_ARCHIVE_FILE_PLAN)
+        except Exception:  # whatever does not decode, as Hudi catches its IOException
+            return None
+        candidates = tuple(storage.relative(c) or posixpath.join(ARCHIVE_FOLDER, posixpath.basename(c))
+                           for c in record.get("candidate") or ())
+        merged = record.get("mergedArchiveFileName")
+        return cls(candidates, posixpath.join(ARCHIVE_FOLDER, merged) if merged else None)
+
+
+def _holds_only(storage: Storage, path: str, others: tuple[str, ...]) -> bool:
+    """Whether every entry of archive file `path` is in one of `others` (a torn file: whatever decodes)."""
+    try:
+        keys = {_entry_key(e) for e in read_archive_file(storage, path)}
+    except Exception:  # a merge's output cut short mid-record
+        return True
+    for other in others:
+        keys -= {_entry_key(e) for e in read_archive_file(storage, other)}
+    return not keys
+
+
+def settle_interrupted_merge(storage: Storage) -> list[tuple[int, str]]:
+    """`HoodieTimelineArchiver.verifyLastMergeArchiveFilesIfNecessary`: undo or finish a merge of archive
+    files that Hudi left with its plan, then delete the plan. All candidates there: the merged file (torn
+    or whole, its entries all in the candidates) is deleted. Some gone: the merged file was complete, so
+    the candidates left are deleted. An unreadable plan is only deleted (the merge never began).
+    One step beyond Hudi: a "merged" file holding an entry no candidate holds is not the merge's output
+    but an archive file an ingest release before this one wrote under the plan's name; it is kept (Hudi
+    would delete it, and the instants archived into it with it). Returns the archive files after that,
+    as `archive_files` does."""
+    listing = storage.list(ARCHIVE_FOLDER)
+    if not any(e.name == MERGE_ARCHIVE_PLAN_NAME and not e.is_dir for e in listing):
+        return _archive_files_of(listing)
+    listed = {e.path for e in listing if not e.is_dir}
+    plan = MergePlan.read(storage)
+    if plan is not None:
+        merged_exists = plan.merged is not None and plan.merged in listed
+        if all(c in listed for c in plan.candidates):
+            if merged_exists and _holds_only(storage, plan.merged, plan.candidates):
+                log.info("reverting Hudi's interrupted archive merge: deleting %s", plan.merged)
+                storage.delete(plan.merged)
+            elif merged_exists:
+                log.warning("%s holds instants its merge plan's candidates do not: kept", plan.merged)
+        elif merged_exists:
+            log.info("finishing Hudi's interrupted archive merge into %s", plan.merged)
+            for candidate in plan.candidates:
+                storage.delete(candidate)
+    storage.delete(MERGE_ARCHIVE_PLAN)
+    return archive_files(storage)
 
 
 def read_archive_file(storage: Storage, path: str, reader_schema: dict | None = None) -> list[dict]:
@@ -339,10 +414,10 @@ def _archive_block(entries: list[dict]) -> LogBlock:
     return LogBlock(BlockType.AVRO_DATA, ((HeaderKey.SCHEMA, avro.to_json(schema)),), content)
 
 
-def _write_archive_file(storage: Storage, entries: list[dict], batch: int) -> str:
+def _write_archive_file(storage: Storage, entries: list[dict], batch: int,
+                        existing: list[tuple[int, str]]) -> str:
     blocks = [_archive_block(entries[i:i + batch]) for i in range(0, len(entries), batch)]
     data = encode_blocks(blocks)
-    existing = archive_files(storage)
     version = existing[-1][0] + 1 if existing else 1
     while True:
         path = posixpath.join(ARCHIVE_FOLDER, f".{ARCHIVE_FILE_ID}_.archive.{version}_{ARCHIVE_WRITE_TOKEN}")
@@ -371,13 +446,13 @@ def archive(table: HudiTable, settings: ServiceSettings, *, fence: Callable[[], 
                  instants[-1].timestamp, path)
         return ArchiveResult(tuple(i.timestamp for i in instants), path, written)
     files = [(i, name) for i in instants for name in _ordered_files(timeline, i)]
-    existing = archive_files(storage)
-    already = {_entry_key(e) for e in read_archive_file(storage, existing[-1][1])} if existing else set()
     entries = [archived_entry(storage, name, timeline.zone) for _, name in files]
-    fresh = [e for e in entries if _entry_key(e) not in already]
     if fence is not None:
         fence()
-    path = _write_archive_file(storage, fresh, settings.archive.batch) if fresh else None
+    existing = settle_interrupted_merge(storage)  # before taking the name Hudi's merge plan may hold
+    already = {_entry_key(e) for e in read_archive_file(storage, existing[-1][1])} if existing else set()
+    fresh = [e for e in entries if _entry_key(e) not in already]
+    path = _write_archive_file(storage, fresh, settings.archive.batch, existing) if fresh else None
     for instant in instants:
         markers.delete_all(storage, instant.timestamp)
     # Requested and inflight files first: a completed instant stays completed until its last file goes.
