@@ -384,3 +384,36 @@ def test_keeps_an_archive_file_named_as_the_plans_merge_that_holds_more(tmp_path
     assert archiver.settle_interrupted_merge(storage) == [(1, files[0]), (2, files[1])]
     assert not storage.exists(PLAN)
     assert_archived_once(storage, instants)
+
+
+@pytest.mark.parametrize("state", ["merged whole", "merged torn", "candidate deleted", "plan torn"])
+def test_reads_and_settles_a_merge_cut_short_as_hudi(tmp_path, state):
+    """`HoodieArchivedTimeline.loadInstants` reads every archive file into a set of instants, so a
+    merge's candidates and merged file read together give each instant once, and skips a file that
+    does not decode if it is the plan's merged file. Then `settle_interrupted_merge` does what Hudi's
+    next archival does first (`verifyLastMergeArchiveFilesIfNecessary`)."""
+    w, instants = archived_twice(tmp_path)
+    storage = w.table.storage
+    files = [p for _, p in archiver.archive_files(storage)]
+    merged = ".hoodie/archived/.commits_.archive.3_1-0-1"
+    whole = b"".join(storage.read(p) for p in files)  # `mergeArchiveFiles`: the candidates' blocks, in order
+    if state == "merged torn":  # records that do not decode, in the merge's output
+        end = len(storage.read(files[0]))
+        storage.write(merged, whole[:end - 60] + b"\xff" * 20 + whole[end - 40:])
+        with pytest.raises(Exception, match="does not decode"):
+            archiver.read_archive_file(storage, merged)
+    elif state != "plan torn":
+        storage.write(merged, whole)
+    if state == "candidate deleted":
+        storage.delete(files[0])
+    write_merge_plan(storage, files, merged.rsplit("/", 1)[-1])
+    if state == "plan torn":
+        storage.write(PLAN, storage.read(PLAN)[:30])
+    assert_archived_once(storage, instants)
+    assert len(archiver.archived_commit_metadata(w.table)) == len(archiver.read_archived_timeline(storage))
+
+    archiver.settle_interrupted_merge(storage)
+    assert not storage.exists(PLAN)
+    left = [p for _, p in archiver.archive_files(storage)]
+    assert left == ([merged] if state == "candidate deleted" else files)
+    assert_archived_once(storage, instants)

@@ -386,17 +386,43 @@ def read_archive_file(storage: Storage, path: str, reader_schema: dict | None = 
     return entries
 
 
+def _archived_entries(storage: Storage, reader_schema: dict | None = None) -> list[dict]:
+    """`HoodieArchivedTimeline.loadInstants`: the entries of every archive file, each instant in each
+    state once (Hudi collects them into a set of `HoodieInstant`s), the first read kept. An instant is
+    in two files while a merge's candidates and merged file both exist, or after an archival cut short
+    before deleting what it archived. A file that does not read is skipped only if it is the merged
+    file a merge plan names (left torn by the merge); otherwise the error stands."""
+    listing = storage.list(ARCHIVE_FOLDER)
+    has_plan = any(e.name == MERGE_ARCHIVE_PLAN_NAME and not e.is_dir for e in listing)
+    seen: set[tuple] = set()
+    out: list[dict] = []
+    for _, path in _archive_files_of(listing):
+        try:
+            entries = read_archive_file(storage, path, reader_schema)
+        except Exception:
+            plan = MergePlan.read(storage) if has_plan else None
+            if plan is None or path != plan.merged:
+                raise
+            log.warning("skipping %s: the torn file of an interrupted archive merge", path)
+            continue
+        for entry in entries:
+            key = _entry_key(entry)
+            if key not in seen:
+                seen.add(key)
+                out.append(entry)
+    return out
+
+
 def read_archived_timeline(storage: Storage) -> list[dict]:
-    """Every archived entry, in archive file order."""
-    return [e for _, path in archive_files(storage) for e in read_archive_file(storage, path)]
+    """Every archived entry once, in archive file order (`_archived_entries`)."""
+    return _archived_entries(storage)
 
 
 def convert_to_lsm_history(storage: Storage, layout: TimelineLayout, batch: int = 10) -> list[str]:
     """Upgrade to version 8 or 9: this table's `.hoodie/archived` instants written into the LSM history
     of `layout`, `batch` instants a file (`SevenToEightUpgradeHandler.upgradeToLSMTimeline`); resumable.
     Returns the history files written."""
-    entries = [e for _, path in archive_files(storage)
-               for e in read_archive_file(storage, path, avro_models.ARCHIVED_META_ENTRY)]
+    entries = _archived_entries(storage, avro_models.ARCHIVED_META_ENTRY)
     return lsm_archival.convert_legacy_archive(storage, layout, entries, batch)
 
 
