@@ -417,3 +417,22 @@ def test_reads_and_settles_a_merge_cut_short_as_hudi(tmp_path, state):
     left = [p for _, p in archiver.archive_files(storage)]
     assert left == ([merged] if state == "candidate deleted" else files)
     assert_archived_once(storage, instants)
+
+
+def test_archive_files_without_a_write_token_are_read_and_numbered(tmp_path):
+    """`HoodieArchivedTimeline.ARCHIVE_FILE_PATTERN` (`^\\.commits_\\.archive\\.([0-9]+).*`) and its glob
+    `.commits_.archive*` take `.commits_.archive.1` (no write token, as older Hudi releases named them)
+    as version 1: its instants are archived ones, and the next file is version 2."""
+    w = ModelWriter(tmp_path / "t")
+    write_with_compactions(w, 12)
+    storage = w.table.storage
+    first = archiver.archive(w.table, small())
+    old_name = ".hoodie/archived/.commits_.archive.1"
+    storage.write(old_name, storage.read(first.file))
+    storage.delete(first.file)
+    assert archiver.archive_files(storage) == [(1, old_name)]
+    assert_archived_once(storage, set(first.archived))
+    write_with_compactions(w, 9, seed=6, start=12)
+    second = archiver.archive(w.table, small())
+    assert second.file == ".hoodie/archived/.commits_.archive.2_1-0-1"
+    assert_archived_once(storage, set(first.archived) | set(second.archived))

@@ -73,7 +73,9 @@ ARCHIVE_FILE_ID = "commits"          # HoodieArchivedTimeline's archive log name
 ARCHIVE_WRITE_TOKEN = "1-0-1"        # HoodieLogFormat.UNKNOWN_WRITE_TOKEN
 MERGE_ARCHIVE_PLAN_NAME = "mergeArchivePlan"  # HoodieArchivedTimeline.MERGE_ARCHIVE_PLAN_NAME
 MERGE_ARCHIVE_PLAN = f"{ARCHIVE_FOLDER}/{MERGE_ARCHIVE_PLAN_NAME}"
-_ARCHIVE_FILE_RE = re.compile(r"^\.commits_\.archive\.(\d+)_(\d+-\d+-\d+)$")
+# HoodieArchivedTimeline.ARCHIVE_FILE_PATTERN: the write token is optional (Hudi releases before write
+# tokens named archive files `.commits_.archive.<n>`); Hudi reads those and counts their versions too.
+_ARCHIVE_FILE_RE = re.compile(r"^\.commits_\.archive\.([0-9]+).*")
 COMMIT_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION)
 # Actions whose timeline files this archiver can convert; an instant of another kind stops the prefix.
 _CONVERTIBLE = frozenset({Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION,
