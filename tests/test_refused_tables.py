@@ -102,6 +102,10 @@ def test_changing_the_index_type_of_a_bucket_table_is_refused_by_validation(tmp_
     # `DROP_PARTITION_COLUMNS`: `HoodieSparkSqlWriter` drops the partition columns from the records it writes.
     ("hoodie.datasource.write.drop.partition.columns", "true", "hoodie.datasource.write.drop.partition.columns"
                                                                "=true cannot be written"),
+    # Hudi 1.2's `SLASH_SEPARATED_DATE_PARTITIONING`: its key generators write `2024-03-15` as `2024/03/15`.
+    ("hoodie.datasource.write.slash.separated.date.partitioning", "true",
+     "hoodie.datasource.write.slash.separated.date.partitioning=true cannot be written (ingest writes a partition "
+     "value as one folder)"),
     # `ARCHIVELOG_FOLDER`: `HoodieTableMetaClient.getArchivePath` reads the archive from this folder.
     ("hoodie.archivelog.folder", "history", "hoodie.archivelog.folder=history cannot be written (ingest archives "
                                             "into .hoodie/archived)"),

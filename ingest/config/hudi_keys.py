@@ -59,6 +59,9 @@ REFUSED: Mapping[str, Refused] = {
         "org.apache.hudi.common.model.HoodieAvroRecordMerger"),
     "hoodie.write.record.merge.mode": _refused("HoodieWriteConfig", "records merge by "
                                                "hoodie.datasource.write.payload.class"),
+    # KeyGeneratorOptions.SLASH_SEPARATED_DATE_PARTITIONING (Hudi 1.2): `2024-03-15` written as `2024/03/15`.
+    "hoodie.datasource.write.slash.separated.date.partitioning": _refused(
+        "KeyGeneratorOptions", "a partition value is written as one folder (2024-03-15)", "false"),
     "hoodie.datasource.write.partitions.to.delete": _refused("DataSourceWriteOptions", "deleting partitions is "
                                                              "not supported; delete their records"),
     # -- HoodieTableConfig ------------------------------------------------------------------------

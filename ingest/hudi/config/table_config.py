@@ -134,6 +134,9 @@ class TableConfigKey(Enum):
     HIVE_STYLE_PARTITIONING = ConfigKey("hoodie.datasource.write.hive_style_partitioning", "false", _bool)
     URL_ENCODE_PARTITIONING = ConfigKey("hoodie.datasource.write.partitionpath.urlencode", "false", _bool)
     DROP_PARTITION_COLUMNS = ConfigKey("hoodie.datasource.write.drop.partition.columns", "false", _bool)
+    SLASH_SEPARATED_DATE_PARTITIONING = ConfigKey(
+        "hoodie.datasource.write.slash.separated.date.partitioning", "false", _bool,
+        "Hudi 1.2: a yyyy-MM-dd partition value written as the folders yyyy/MM/dd.")
     PAYLOAD_CLASS = ConfigKey("hoodie.compaction.payload.class", OVERWRITE_WITH_LATEST_PAYLOAD)
     RECORD_MERGER_STRATEGY = ConfigKey("hoodie.compaction.record.merger.strategy", DEFAULT_MERGER_STRATEGY)
     ARCHIVELOG_FOLDER = ConfigKey("hoodie.archivelog.folder", "archived")
@@ -362,7 +365,8 @@ class TableConfig:
         with change-data-capture log files beside every write (`HoodieTableConfig.CDC_ENABLED`,
         `HoodieCDCLogger`; CDC queries would miss ingest's changes), bootstrapped from files elsewhere
         (`BOOTSTRAP_BASE_PATH`: skeleton base files joined with the source's at read time), without the
-        partition columns in its data files (`DROP_PARTITION_COLUMNS`), or archiving into another folder
+        partition columns in its data files (`DROP_PARTITION_COLUMNS`), with date partition values split into
+        `yyyy/MM/dd` folders (Hudi 1.2's `SLASH_SEPARATED_DATE_PARTITIONING`), or archiving into another folder
         than `.hoodie/archived` at version 6 (`ARCHIVELOG_FOLDER`; Hudi would not find what ingest archived)."""
         refusals = []
         if self.get(TableConfigKey.CDC_ENABLED):
@@ -373,6 +377,10 @@ class TableConfig:
         if self.get(TableConfigKey.DROP_PARTITION_COLUMNS):
             refusals.append((TableConfigKey.DROP_PARTITION_COLUMNS, "ingest writes the partition columns into "
                                                                     "the data files"))
+        if self.get(TableConfigKey.SLASH_SEPARATED_DATE_PARTITIONING):
+            # Hudi 1.2's key generators turn a `yyyy-MM-dd` partition value into `yyyy/MM/dd` folders.
+            refusals.append((TableConfigKey.SLASH_SEPARATED_DATE_PARTITIONING, "ingest writes a partition value "
+                                                                               "as one folder"))
         folder = self.raw(TableConfigKey.ARCHIVELOG_FOLDER)
         if not self.table_version.lsm_history and folder not in (None, "", "archived"):
             refusals.append((TableConfigKey.ARCHIVELOG_FOLDER, "ingest archives into .hoodie/archived"))
