@@ -490,6 +490,34 @@ def test_compute_keys_matches_a_row_by_row_model(rows, hive_style, urlencode):
             assert keys.errors[row].as_py() is None
 
 
+@pytest.mark.parametrize(("kind", "value", "refused"), [
+    # JDK 17 against JDK 19+ (JDK-4511638): 2.0E23 is 1.9999999999999998E23 and 8.41E21 is
+    # 8.409999999999999E21 under Java 17; the float 7.0E10 is 7.0000001E10, 1.7461756E9 is 1.74617562E9.
+    # Every value printed in computerized notation that is not whole is refused, differing or not.
+    (pa.float64(), 2e23, True), (pa.float64(), 8.41e21, True), (pa.float32(), 7e10, True),
+    (pa.float32(), 1746175616.0, True), (pa.float64(), 1.5e-7, True), (pa.float64(), 12345678.5, True),
+    # The same text under both: whole numbers the significand holds, and the plain range [1e-3, 1e7).
+    (pa.float64(), 1.7e12, False), (pa.float64(), 2.0**53 - 1, False), (pa.float32(), 16777215.0, False),
+    (pa.float64(), 0.001, False), (pa.float64(), 9999999.999, False), (pa.float64(), 0.1, False),
+    (pa.float32(), 3.14159, False), (pa.float64(), 0.0, False),
+])
+def test_a_floating_key_value_whose_text_depends_on_the_jvm_is_a_record_error(kind, value, refused):
+    """`HoodieAvroUtils.getNestedFieldValAsString` makes a float or double key of `Float.toString` /
+    `Double.toString`, whose digits changed in JDK 19 for values printed in computerized notation.
+    Hudi 0.14/0.15 and 1.0 run on Spark 3 with Java 8 to 17, Hudi 1.1/1.2 on Java 17 or 21: a value
+    whose text differs would be another record, partition or bucket to one of them. Such a value fails
+    its record, naming the field; the others key as Java prints them."""
+    batch = pa.RecordBatch.from_pydict({"id": pa.array([value], kind), "p": pa.array([value], kind)})
+    for keyed in (spec(rk="id", pp="p"), spec(rk="p", pp="id")):
+        keys = compute_keys(batch, keyed)
+        error = keys.errors[0].as_py()
+        if refused:
+            assert error is not None and "prints in other digits under Java 8-17 than under Java 19+" in error
+        else:
+            assert error is None and keys.record_keys[0].as_py() == (
+                java_double_to_string(value) if kind == pa.float64() else java_float_to_string(value))
+
+
 def test_double_and_date_keys_render_like_java():
     batch = pa.RecordBatch.from_pydict({"x": pa.array([1e10, 0.1]), "d": pa.array([19448, 2932897], pa.date32())})
     keys = compute_keys(batch, spec(rk="x,d", pp="d"))

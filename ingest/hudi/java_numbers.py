@@ -86,6 +86,21 @@ def java_double_to_string(value: float) -> str:
     return _java_binary_text(struct.unpack(">Q", struct.pack(">d", value))[0], 52, 11)
 
 
+def jdk_dependent_text(value: float, *, double: bool) -> bool:
+    """Whether Java 8-17 and Java 19+ may print `value` in other digits. JDK 19 replaced the digit
+    generation of `Double.toString` and `Float.toString` (JDK-4511638): the old one sometimes printed a
+    longer or a wrong shortest decimal (`2.0E23` as `1.9999999999999998E23`, `7.0E10f` as `7.0000001E10`).
+    Both print the same for zero, for whole numbers that fit the significand (below 2^53, 2^24 for a
+    float: both print them exactly), and in the plain notation range [10^-3, 10^7), where no difference
+    is known; elsewhere (the computerized notation) the text depends on the JVM."""
+    if not math.isfinite(value) or value == 0:
+        return False
+    magnitude = abs(value)
+    if 1e-3 <= magnitude < 1e7:
+        return False
+    return not (value == int(value) and magnitude < (2 ** 53 if double else 2 ** 24))
+
+
 def java_float_to_string(value: float) -> str:
     """`Float.toString` of a float32 value, same rules as `java_double_to_string` at float precision."""
     special = _java_special(value)

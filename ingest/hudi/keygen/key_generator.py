@@ -39,7 +39,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ingest.errors import ConfigError
-from ingest.hudi.java_numbers import java_big_decimal_to_string, java_double_to_string, java_float_to_string
+from ingest.hudi.java_numbers import (
+    java_big_decimal_to_string,
+    java_double_to_string,
+    java_float_to_string,
+    jdk_dependent_text,
+)
 from ingest.hudi.keygen.joda_time import joda_zone, zone_offsets
 from ingest.hudi.keygen.partition_path import (
     URLENCODE_KEY,
@@ -166,8 +171,16 @@ def java_strings(values: pa.Array, field: str, *, consistent_logical_timestamp: 
     if pa.types.is_integer(dtype) and dtype != pa.uint64():
         return values.cast(pa.string()), {}
     if pa.types.is_floating(dtype) and dtype != pa.float16():
-        render = java_double_to_string if pa.types.is_float64(dtype) else java_float_to_string
-        return pa.array([None if v is None else render(v) for v in values.to_pylist()], pa.string()), {}
+        double = pa.types.is_float64(dtype)
+        render = java_double_to_string if double else java_float_to_string
+        floats = values.to_pylist()
+        # A Hudi writer on Java 8-17 and one on Java 19+ would make different keys of these values.
+        problems = {row: (f"value {render(v)} of {'double' if double else 'float'} field {field!r} prints in other "
+                          f"digits under Java 8-17 than under Java 19+ (Double.toString, JDK-4511638), so Hudi's "
+                          "writers would not agree on its text; floating key values must be whole below 2^53 "
+                          "(2^24 for float) or between 0.001 and 10^7")
+                    for row, v in enumerate(floats) if v is not None and jdk_dependent_text(v, double=double)}
+        return pa.array([None if v is None else render(v) for v in floats], pa.string()), problems
     if pa.types.is_decimal(dtype):
         out = []
         for v in values.to_pylist():
