@@ -154,6 +154,24 @@ def test_trigger_without_compaction_counts_from_first_delta_commit():
         == "20250101100000000"
 
 
+def test_a_replacecommit_restarts_the_delta_commit_count_at_version_6_only():
+    """`CompactionUtils.getDeltaCommitsSinceLatestCompaction` counts from the latest completed instant of
+    `getCommitTimeline()`: commits and replacecommits in Hudi 0.14/0.15 (`HoodieDefaultTimeline`), commits
+    only in 1.x. So after a clustering, a version-6 table waits for as many delta commits again."""
+    from ingest.hudi.config.table_version import V6, V8
+    from ingest.hudi.timeline.timeline_layout import TimelineLayout
+
+    times = ["20250101100000000", "20250101100001000", "20250101100002000", "20250101100003000",
+             "20250101100004000"]
+    kinds = ["deltacommit", "deltacommit", "replacecommit", "deltacommit", "deltacommit"]
+    v6 = Timeline.from_file_names([f"{t}.{k}" for t, k in zip(times, kinds, strict=True)], version=V6)
+    assert compaction.delta_commits_since_compaction(v6) == (2, times[2])
+    layout = TimelineLayout(2, ".hoodie/timeline", ".hoodie/timeline/history")
+    v8 = Timeline.from_file_names([f"{t}_{t[:-3]}500.{k}" for t, k in zip(times, kinds, strict=True)], layout,
+                                  version=V8)
+    assert compaction.delta_commits_since_compaction(v8) == (4, times[0])
+
+
 def _op(file_id: str, log_size: int, logs: int, io: float) -> compaction.CompactionOperation:
     return compaction.CompactionOperation("p", file_id, "1", None, tuple(f".{file_id}_1.log.{i + 1}_0-0-0" for i in range(logs)),
                                           {compaction.TOTAL_LOG_FILES_SIZE: float(log_size), compaction.TOTAL_IO_MB: io})

@@ -102,6 +102,13 @@ class TableVersion:
         return self.timeline_layout == 2
 
     @property
+    def replacecommits_end_delta_counts(self) -> bool:
+        """The compaction trigger counts delta commits since the latest completed commit or replacecommit
+        (0.x's `getCommitTimeline` holds both; `CompactionUtils.getDeltaCommitsSinceLatestCompaction`);
+        1.x's holds commits only."""
+        return self.timeline_layout == 1
+
+    @property
     def rollback_appends_command_blocks(self) -> bool:
         """At 6 a failed deltacommit's blocks in an older slice's log are neutralised by a command
         block; from 8 on every log file of a deltacommit is its own, and deleted."""

@@ -114,7 +114,10 @@ def services_refusal(table: HudiTable, service: str) -> str:
 
 
 def _last_compaction(timeline: Timeline) -> Instant | None:
-    """The latest completed compaction (on a MOR timeline, commits are compactions)."""
+    """The latest completed compaction (on a MOR timeline, commits are compactions), or at version 6 the
+    latest completed replacecommit if later (`TableVersion.replacecommits_end_delta_counts`)."""
+    if timeline.version.replacecommits_end_delta_counts:
+        return timeline.last_completed(Action.COMPACTION, Action.COMMIT, Action.REPLACE_COMMIT)
     return timeline.last_completed(Action.COMPACTION, Action.COMMIT)
 
 
