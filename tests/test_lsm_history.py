@@ -400,3 +400,37 @@ def test_a_rollback_is_archived_with_its_metadata_and_no_plan(tmp_path):
     assert avro_models.deserialize(rollback["metadata"])["commitsRollback"] == [failed]
     assert failed not in {r["instantTime"] for r in history(w).read()}
     assert sorted(hudi_rs_rows(w.path)) == sorted(w.expected())
+
+
+def test_the_view_slices_an_archived_deltacommits_log_by_its_completion_time_in_the_history(tmp_path):
+    """`HoodieFileGroup.getBaseInstantTime` asks `CompletionTimeQueryViewV2.getCompletionTime`, which loads an
+    archived instant's completion time from the LSM history (`loadCompletionTimeIncrementally`,
+    LoadMode.TIME). A deltacommit requested before a compaction of its file group and completed after it
+    was requested (writers under non-blocking concurrency control) belongs to the compaction's slice, also
+    once archived; without its completion time a reader would put its log in the older slice, and the
+    next compaction would leave its rows out. The history here says so of one archived deltacommit of a
+    compacted group: the view takes its log into the later slice."""
+    w = ModelWriter(tmp_path / "t", version=8)
+    completions: dict[str, str] = {}
+    write(w, 14, archive=settings(**{"hoodie.clean.automatic": "false", "hoodie.compact.inline": "true",
+                                     "hoodie.compact.inline.max.delta.commits": "3"}),
+          completions=completions, mixed=True)
+    table, lsm = w.table, history(w)
+    rows = lsm.read()
+    archived = {r["instantTime"] for r in rows}
+    deltas = archived & set(completions)
+    assert deltas and lsm.completion_times(deltas) == {i: completions[i] for i in deltas}
+    candidates = [(group, s, log) for group in table.view().file_groups() for s in group.slices
+                  for log in s.log_files if log.name.base_instant in deltas
+                  and any(later.base_instant > completions[log.name.base_instant] for later in group.slices)]
+    assert candidates, "an archived deltacommit's log in a group compacted after it"
+    group, old_slice, log = candidates[0]
+    later = min(s.base_instant for s in group.slices if s.base_instant > old_slice.base_instant)
+    moved = {**next(r for r in rows if r["instantTime"] == log.name.base_instant), "completionTime": later + "5"}
+    table.storage.delete_tree(lsm.folder)
+    lsm.write(sorted([r for r in rows if r["instantTime"] != log.name.base_instant] + [moved],
+                     key=lambda r: r["instantTime"]))
+    (again,) = [g for g in table.view().file_groups() if g.file_id == group.file_id
+                and g.partition_path == group.partition_path]
+    owner = next(s for s in again.slices if log in s.log_files)
+    assert owner.base_instant == later != old_slice.base_instant

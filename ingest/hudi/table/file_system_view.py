@@ -13,7 +13,9 @@ Which slice a log file belongs to depends on the timeline layout. In layout 1 (t
 file's name carries its slice's base instant. In layout 2 (table version 8) it carries the instant of
 the deltacommit that wrote it, and the log belongs to the slice with the largest base instant at or
 before that deltacommit's completion time: the slice that was current when the write became visible
-(Hudi's `HoodieFileGroup.getBaseInstantTime`, hudi-rs `FileGroup::add_log_file`). Logs of deltacommits
+(Hudi's `HoodieFileGroup.getBaseInstantTime`, hudi-rs `FileGroup::add_log_file`); a deltacommit archived
+into the LSM history has its completion time read from there (`CompletionTimeQueryViewV2` loads the
+archived timeline), when a later base instant of its file group makes it matter. Logs of deltacommits
 that have not completed are left out, as are base files of pending compactions; a completed compaction
 is a base instant like any other, so it opens a new slice.
 """
@@ -21,11 +23,12 @@ is a base instant like any other, so it opens a new slice.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from ingest.hudi.table.file_names import PARTITION_METADATA, BaseFileName, LogFileName
 from ingest.hudi.timeline.instant import Action, State
+from ingest.hudi.timeline.lsm_history import LSMHistory
 from ingest.hudi.timeline.timeline import METAFOLDER, VISIBLE_WHEN_COMPLETED, Timeline
 from ingest.storage import FileInfo, Storage
 
@@ -132,7 +135,9 @@ class FileSystemView:
         elif listing is None:
             partitions = list(partitions)
             listing = dict(zip(partitions, storage.map(storage.list, partitions), strict=True))
-        return cls.from_listing(timeline, listing, replaced)
+        history = timeline.layout.history
+        archived = None if history is None else LSMHistory(storage, history).completion_times
+        return cls.from_listing(timeline, listing, replaced, archived)
 
     @classmethod
     def from_listing(
@@ -140,10 +145,12 @@ class FileSystemView:
         timeline: Timeline,
         listing: dict[str, list[FileInfo]],
         replaced: frozenset[tuple[str, str]] = frozenset(),
+        archived: Callable[[Collection[str]], Mapping[str, str]] | None = None,
     ) -> FileSystemView:
-        """`replaced`: (partition, file id) of groups that completed replacecommits retired."""
+        """`replaced`: (partition, file id) of groups that completed replacecommits retired; `archived`:
+        the completion times of instants in the LSM history (layout 2)."""
         if timeline.layout.has_completion_times:
-            return cls._from_listing_by_completion_time(timeline, listing, replaced)
+            return cls._from_listing_by_completion_time(timeline, listing, replaced, archived)
         completed = timeline.completed_write_timestamps()
         pending_compactions = {
             i.timestamp for i in timeline.filter(actions=[Action.COMPACTION], states=[State.REQUESTED, State.INFLIGHT])
@@ -189,18 +196,18 @@ class FileSystemView:
         timeline: Timeline,
         listing: dict[str, list[FileInfo]],
         replaced: frozenset[tuple[str, str]],
+        archived: Callable[[Collection[str]], Mapping[str, str]] | None = None,
     ) -> FileSystemView:
         """Layout 2: slices keyed by committed base instants, logs attached by completion time."""
         completed = timeline.completed_write_timestamps()
-        # A legacy instant's file name does not say when it completed, nor is an instant that left the
-        # active timeline listed: their own time stands in for the completion time.
-        # Of the writes only (`CompletionTimeQueryViewV2` maps a write's own time): a savepoint shares its
-        # commit's time but completed later.
+        # A legacy instant's file name does not say when it completed: its own time stands in for the
+        # completion time. Of the writes only (`CompletionTimeQueryViewV2` maps a write's own time): a
+        # savepoint shares its commit's time but completed later.
         completion = {
             i.timestamp: i.completion_time or i.timestamp for i in timeline.instants
             if i.timestamp in completed and i.action in VISIBLE_WHEN_COMPLETED
         }
-        groups: list[FileGroup] = []
+        found: list[tuple[str, str, dict[str, BaseFile], list[LogFile]]] = []
         for partition, entries in sorted(listing.items()):
             bases: dict[str, dict[str, BaseFile]] = {}
             logs: dict[str, list[LogFile]] = {}
@@ -216,12 +223,17 @@ class FileSystemView:
                 if log is not None and log.extension == "log" and not log.cdc and log.base_instant in completed:
                     logs.setdefault(log.file_id, []).append(LogFile(partition, log, e.size))
             for file_id in sorted(set(bases) | set(logs)):
-                if (partition, file_id) in replaced:
-                    continue
-                slices = _slices_by_completion_time(
-                    partition, file_id, bases.get(file_id, {}), logs.get(file_id, []), completion
-                )
-                groups.append(FileGroup(partition, file_id, slices))
+                if (partition, file_id) not in replaced:
+                    found.append((partition, file_id, bases.get(file_id, {}), logs.get(file_id, [])))
+        # An instant no longer on the active timeline: its completion time is in the LSM history. It
+        # matters only where a base instant of the group is later than the log's own instant.
+        unknown = {log.name.base_instant for _, _, group_bases, group_logs in found for log in group_logs
+                   if log.name.base_instant not in completion and any(ts > log.name.base_instant for ts in group_bases)}
+        if unknown and archived is not None:
+            completion.update(archived(unknown))
+        groups = [FileGroup(partition, file_id, _slices_by_completion_time(partition, file_id, group_bases,
+                                                                            group_logs, completion))
+                  for partition, file_id, group_bases, group_logs in found]
         return cls(timeline, tuple(groups), tuple(sorted(listing)))
 
     def file_groups(self, partition: str | None = None) -> list[FileGroup]:

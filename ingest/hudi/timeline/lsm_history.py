@@ -159,6 +159,24 @@ class LSMHistory:
             out.update(t for t in table.column("instantTime").to_pylist() if t is not None)
         return out
 
+    def completion_times(self, instants: Iterable[str]) -> dict[str, str]:
+        """Completion times of archived `instants` (`CompletionTimeQueryViewV2.readCompletionTime`); only
+        the files whose names cover them are read, and only those two columns."""
+        wanted = set(instants)
+        if not wanted:
+            return {}
+        low, high = min(wanted), max(wanted)
+        out = {}
+        for entry in self.manifest():
+            if entry.max_instant < low or entry.min_instant > high:
+                continue
+            table = parquet_bytes.read_table(self.storage.read(self._path(entry.name)),
+                                             columns=["instantTime", "completionTime"])
+            out.update((t, c) for t, c in zip(table.column("instantTime").to_pylist(),
+                                              table.column("completionTime").to_pylist(), strict=True)
+                       if t in wanted and c)
+        return out
+
     # -- writing --------------------------------------------------------------------------------
 
     def write(self, records: Sequence[dict[str, Any]]) -> str | None:
