@@ -127,6 +127,11 @@ def forget(table: Path, instant: str) -> None:
         f.unlink()
 
 
+def warned(err: str) -> list[str]:
+    """Warning and error lines (a skipped torn block is logged at INFO, which the CLI may show)."""
+    return [line for line in err.splitlines() if "WARNING" in line or "ERROR" in line or "error:" in line]
+
+
 @pytest.mark.parametrize(("layout", "committed", "expected"), [
     # `AbstractHoodieLogRecordReader.processQueuedBlocksForInstant`'s own case: a task attempt "Failed (Wrote
     # either a corrupt block or a correct DataBlock (B1) with commitTime C1)", its retry wrote a correct block
@@ -149,11 +154,11 @@ def test_a_torn_block_a_later_block_explains_reads_without_error(tmp_path, capsy
         forget(table, second)
     assert cli.main(["read", str(table)]) == 0
     captured = capsys.readouterr()
-    assert keys_read(captured.out) == expected and captured.err == ""
+    assert keys_read(captured.out) == expected and not warned(captured.err)
 
     assert cli.main(["inspect", "table", str(table)]) == 0
     captured = capsys.readouterr()
-    assert "corrupt block" not in captured.err and "corrupt blocks of committed instants (0)" in captured.out
+    assert not warned(captured.err) and "corrupt blocks of committed instants (0)" in captured.out
 
     # A writer whose key index is gone rebuilds it from the slices (`index_bootstrap.rebuild`), then writes.
     (table / MANIFEST).unlink()
