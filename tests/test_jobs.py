@@ -339,6 +339,54 @@ def test_a_new_checkpoint_for_a_table_with_this_streams_batches_is_refused(spark
     assert not (tmp_path / "checkpoint").exists()
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("version", [6, 8])
+def test_hudis_streamer_and_a_stream_take_a_table_over_from_each_other(spark, broker, tmp_path, version):  # noqa: F811
+    """HoodieStreamer keeps its Kafka position in the commits it writes: `topic,0:n,1:m`, each partition's next
+    offset (`KafkaOffsetGen.CheckpointUtils.offsetsToStr`), under `deltastreamer.checkpoint.key` at version 6
+    and `streamer.checkpoint.key.v2` at 8, and resumes from the latest delta commit carrying one
+    (`StreamSync.getCheckpointToResume`), unless the `--checkpoint` it is started with differs from the
+    `reset_key` recorded there. A fresh stream with no starting offsets starts where that checkpoint says
+    (a partition it does not name from the earliest, as `KafkaOffsetGen` reads it from 0); every batch
+    writes its own end in the same form and carries the reset key on, so HoodieStreamer restarted with
+    the same `--checkpoint` resumes where the stream stopped. Nothing is read twice, nothing skipped."""
+    import pyarrow as pa
+
+    from ingest.config.loader import load_config
+    from ingest.hudi.config.table_version import TableVersion
+    from ingest.pipeline.stream import stream
+    from ingest.write.batch import LocalWriter
+
+    keys = TableVersion.of(version)
+    topic = topic_name("handover")
+    broker.create_topic(topic, KAFKA_PARTITIONS)
+    sent = {p: [json.dumps({"id": f"k{p}-{i}", "part": "p0", "ts": i, "v": f"{p}.{i}"}).encode() for i in range(4)]
+            for p in range(KAFKA_PARTITIONS)}
+    broker.produce(topic, [Message(v, partition=p) for p, values in sent.items() for v in values])
+    path = write_config(tmp_path, broker.bootstrap_servers, topic, max_offsets=5)
+    raw = yaml.safe_load(path.read_text())
+    del raw["source"]["kafka"]["starting_offsets"]
+    raw["hudi"]["hoodie.write.table.version"] = version
+    path.write_text(yaml.safe_dump(raw))
+    config = load_config(path)
+    # What HoodieStreamer wrote: the first two messages of partition 0 and three of partition 1, and a
+    # checkpoint that does not name partition 2 yet.
+    streamer = {keys.streamer_checkpoint_key: f"{topic},0:2,1:3", keys.streamer_reset_key: "started-with"}
+    taken = [(0, i) for i in range(2)] + [(1, i) for i in range(3)]
+    rows = pa.table({"id": [f"k{p}-{i}" for p, i in taken], "part": ["p0"] * len(taken),
+                     "ts": pa.array([i for _, i in taken], pa.int64()), "v": ["streamer"] * len(taken)})
+    LocalWriter(config.write).write(rows, extra_metadata=streamer)
+
+    stream(config, available_now=True, spark=spark)
+    got = {r["id"]: r["v"] for r in read_snapshot(HudiTable.open(str(tmp_path / "table"))).to_pylist()}
+    assert got == {f"k{p}-{i}": "streamer" if (p, i) in taken else f"{p}.{i}" for p in sent for i in range(4)}
+    table = HudiTable.open(str(tmp_path / "table"))
+    last = table.commit_metadata(table.timeline().completed(Action.DELTA_COMMIT)[-1]).extra_metadata
+    assert last[keys.streamer_checkpoint_key] == f"{topic},0:4,1:4,2:4"
+    assert last[keys.streamer_reset_key] == "started-with"
+    assert list(json.loads(last[SINK_CHECKPOINT_KEY])) == [CHECKPOINT_ID]
+
+
 # -- the backfill ---------------------------------------------------------------------------------------
 
 

@@ -474,7 +474,8 @@ KEYS: tuple[Key, ...] = (
         "new topics and partitions are picked up between batches (or `topics`)."),
     Key("source.kafka.starting_offsets", Type.STRING, "Where a new query starts: `earliest`, `latest`, or "
         "JSON `{\"topic\": {\"0\": 23}}` (-2 earliest, -1 latest). A restarted query resumes from its "
-        "checkpoint.", default="latest"),
+        "checkpoint. Not given, a new query of one topic starts where the table's latest HoodieStreamer "
+        "checkpoint of that topic says, else at latest.", default="latest"),
     Key("source.kafka.max_offsets_per_trigger", Type.INTEGER, "At most this many records per batch, shared "
         "among partitions. Unset: everything available.", minimum=1,
         aliases=("hudi.hoodie.streamer.kafka.source.maxEvents", "hudi.hoodie.deltastreamer.kafka.source.maxEvents")),

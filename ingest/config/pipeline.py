@@ -62,7 +62,7 @@ class KafkaInput:
     bootstrap_servers: tuple[str, ...]
     topics: tuple[str, ...] = ()
     topic_pattern: str | None = None
-    starting_offsets: str = "latest"
+    starting_offsets: str | None = None  # None: not given; latest, or where Hudi's streamer stopped
     max_offsets_per_trigger: int | None = None
     fail_on_data_loss: bool = True
     implementation: str = "auto"
@@ -75,7 +75,7 @@ class KafkaInput:
             options["subscribePattern"] = self.topic_pattern
         else:
             options["subscribe"] = ",".join(self.topics)
-        options["startingOffsets"] = self.starting_offsets
+        options["startingOffsets"] = self.starting_offsets or "latest"
         if self.max_offsets_per_trigger is not None:
             options["maxOffsetsPerTrigger"] = str(self.max_offsets_per_trigger)
         options["failOnDataLoss"] = to_text(self.fail_on_data_loss)

@@ -349,8 +349,10 @@ class Resolver:
             given = self.g.values.get("source.kafka.options")
             raise ConfigError(bare(e), source=given.origin if given else self.origin_file, key=name) from None
 
-    def starting_offsets(self) -> str:
+    def starting_offsets(self) -> str | None:
         name = "source.kafka.starting_offsets"
+        if not self.given(name):
+            return None
         text = self.get(name).strip()
         if text.lower() in ("earliest", "latest"):
             return text.lower()

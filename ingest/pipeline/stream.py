@@ -20,6 +20,7 @@ of at most `max_offsets_per_trigger`, then stop). SIGTERM or Ctrl-C stop it betw
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
@@ -32,11 +33,18 @@ from pyspark.sql.streaming import StreamingQuery
 
 from ingest.config.pipeline import OnError, PipelineConfig
 from ingest.errors import ConfigError, IngestError
+from ingest.hudi.table.table import HudiTable
 from ingest.kafka.spec import refreshed
 from ingest.phases import phase
 from ingest.pipeline import hoodie_metrics, undecodable
 from ingest.pipeline.catalog_sync import CatalogSync
-from ingest.pipeline.checkpoint import check_fresh_start
+from ingest.pipeline.checkpoint import (
+    StreamerCheckpoint,
+    check_fresh_start,
+    latest_streamer_checkpoint,
+    read_offset_log,
+    resume_position,
+)
 from ingest.pipeline.inline_services import InlineServices
 from ingest.pipeline.metrics import BatchReport, ProgressListener, measure_lag
 from ingest.pipeline.progress import PhaseReporter
@@ -107,6 +115,13 @@ class StreamBatch:
                                                          default=str)}
         self.failure: BaseException | None = None
         self.spark_tasks = task_progress(spark)
+        # Hudi's streamer's position is written with each batch of a one-topic stream; the `--checkpoint` it
+        # last recorded is carried on, or a streamer restarted with it would go back there.
+        kafka = config.source.kafka
+        self.one_topic = len(kafka.topics) == 1 and not kafka.topic_pattern
+        found = (latest_streamer_checkpoint(HudiTable.open(config.table.path, config.table.storage_options))
+                 if self.one_topic and HudiTable.exists(config.table.path, config.table.storage_options) else None)
+        self.streamer_reset = found.reset if found is not None else None
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         try:
@@ -133,8 +148,7 @@ class StreamBatch:
                     undecodable.fail_if_any(decoded.errors)
                     undecodable_count = 0
             t1 = time.monotonic()
-            result = self.sink.write(decoded.records, batch=BatchId(config.write.checkpoint_id, batch_id),
-                                     extra_metadata=self.metadata)
+            result = self.sink.write(decoded.records, batch=self._batch_id(batch_id), extra_metadata=self.metadata)
             self.sink.results.clear()  # reports are kept here, bounded
         t2 = time.monotonic()
         synced = self.catalog_sync.after_commit() if result.instant is not None else None
@@ -153,6 +167,14 @@ class StreamBatch:
                 result.instant, result.stats, seconds=t2 - t0, counts=result.counts,
                 quarantined=report.quarantined, lag=lag.by_partition() if lag is not None else None, sync=synced))
         return report
+
+
+    def _batch_id(self, batch_id: int) -> BatchId:
+        position = None
+        if self.one_topic:
+            ends = StreamerCheckpoint.from_offset_log(read_offset_log(self.spark, self.config.stream.checkpoint, batch_id))
+            position = ends.text() if ends is not None else None
+        return BatchId(self.config.write.checkpoint_id, batch_id, position, self.streamer_reset)
 
 
 def _trigger(config: PipelineConfig, available_now: bool) -> dict:
@@ -199,10 +221,14 @@ def stream(config: PipelineConfig, *, available_now: bool = False, spark: SparkS
         spark, created = spark_session(config)
     try:
         check_fresh_start(spark, config)
+        start = resume_position(spark, config)
     except ConfigError:
         if created:
             spark.stop()
         raise
+    if start is not None:
+        kafka = dataclasses.replace(kafka, starting_offsets=start)
+        config = dataclasses.replace(config, source=dataclasses.replace(config.source, kafka=kafka))
     run = StreamRun()
     gate = BatchGate()
     sink: HudiSink | None = None

@@ -457,6 +457,15 @@ class _Metadata:
         self.consumer.close(autocommit=False)
 
 
+def subscribed_partitions(options: Mapping[str, str]) -> list[TopicPartitionKey]:
+    """The topic-partitions a stream with these options reads now (asked of the cluster)."""
+    metadata = _Metadata(parse_options(options))
+    try:
+        return metadata.partitions()
+    finally:
+        metadata.close()
+
+
 def _report_data_loss(options: SourceOptions, message: str) -> None:
     if options.fail_on_data_loss:
         raise KafkaDataLossError(

@@ -58,10 +58,14 @@ WRITER_KEY = "ingest.writer"
 
 @dataclass(frozen=True)
 class BatchId:
-    """A streaming micro-batch: the query's checkpoint identifier and Spark's batch id."""
+    """A streaming micro-batch: the query's checkpoint identifier and Spark's batch id; for a Kafka stream
+    of one topic, also where the batch ends in Hudi's streamer checkpoint form (`topic,0:n,1:m`), and the
+    `--checkpoint` Hudi's streamer last recorded as started with, kept so that it does not reset to it."""
 
     checkpoint_id: str
     batch_id: int
+    source_position: str | None = None
+    streamer_reset: str | None = None
 
 
 @dataclass(frozen=True)
@@ -310,6 +314,11 @@ def complete_transaction(
     if txn.batch is not None:
         extra[SINK_CHECKPOINT_KEY] = json.dumps({txn.batch.checkpoint_id: str(txn.batch.batch_id)},
                                                 separators=(",", ":"))
+        # Where Hudi's streamer resumes (`StreamSync.getCheckpointToResume`) if it takes the table over.
+        if txn.batch.source_position:
+            extra[txn.table.version.streamer_checkpoint_key] = txn.batch.source_position
+        if txn.batch.streamer_reset:
+            extra[txn.table.version.streamer_reset_key] = txn.batch.streamer_reset
     extra[WRITER_KEY] = f"ingest {__version__}"
     extra.update(extra_metadata or {})
     metadata = CommitMetadata(

@@ -102,6 +102,20 @@ class TableVersion:
         return self.timeline_layout == 2
 
     @property
+    def streamer_checkpoint_keys(self) -> tuple[str, ...]:
+        """The keys Hudi's streamer resumes from, in its order of preference (`CheckpointUtils.getCheckpoint`:
+        1.x reads the V2 key, else the V1 one; 0.14/0.15 only know V1)."""
+        if self.streamer_checkpoint_key == _V1_CHECKPOINT_KEY:
+            return (_V1_CHECKPOINT_KEY,)
+        return (self.streamer_checkpoint_key, _V1_CHECKPOINT_KEY)
+
+    @property
+    def streamer_reset_key(self) -> str:
+        """Where Hudi's streamer records the `--checkpoint` it was started with (`CHECKPOINT_RESET_KEY`)."""
+        return "deltastreamer.checkpoint.reset_key" if self.streamer_checkpoint_key == _V1_CHECKPOINT_KEY \
+            else "streamer.checkpoint.reset.key.v2"
+
+    @property
     def replacecommits_end_delta_counts(self) -> bool:
         """The compaction trigger counts delta commits since the latest completed commit or replacecommit
         (0.x's `getCommitTimeline` holds both; `CompactionUtils.getDeltaCommitsSinceLatestCompaction`);
@@ -129,9 +143,10 @@ class TableVersion:
             raise UnsupportedTable(f"table version {number} (only versions {known} are supported)") from None
 
 
+_V1_CHECKPOINT_KEY = "deltastreamer.checkpoint.key"
 _V6_HEADERS = frozenset(k for k in HeaderKey if k <= HeaderKey.BLOCK_IDENTIFIER)
 
-V6 = TableVersion(6, 1, False, False, "APPEND", _V6_HEADERS, False, False, False, False, "deltastreamer.checkpoint.key",
+V6 = TableVersion(6, 1, False, False, "APPEND", _V6_HEADERS, False, False, False, False, _V1_CHECKPOINT_KEY,
                   compaction=True, cleaning=True, archival=True, plans_of_1x=False, clean_plan_in_inflight=True,
                   complex_key_form_chosen=True, overwrite_payload_orders_logs=True,
                   deletes_fold_in_log_order=True, bucket_keys_cut_1x=False,
