@@ -410,6 +410,10 @@ def test_the_view_slices_an_archived_deltacommits_log_by_its_completion_time_in_
     once archived; without its completion time a reader would put its log in the older slice, and the
     next compaction would leave its rows out. The history here says so of one archived deltacommit of a
     compacted group: the view takes its log into the later slice."""
+    from datetime import timedelta
+
+    from ingest.hudi.timeline.instant import format_instant, parse_instant
+
     w = ModelWriter(tmp_path / "t", version=8)
     completions: dict[str, str] = {}
     write(w, 14, archive=settings(**{"hoodie.clean.automatic": "false", "hoodie.compact.inline": "true",
@@ -426,7 +430,8 @@ def test_the_view_slices_an_archived_deltacommits_log_by_its_completion_time_in_
     assert candidates, "an archived deltacommit's log in a group compacted after it"
     group, old_slice, log = candidates[0]
     later = min(s.base_instant for s in group.slices if s.base_instant > old_slice.base_instant)
-    moved = {**next(r for r in rows if r["instantTime"] == log.name.base_instant), "completionTime": later + "5"}
+    after = format_instant(parse_instant(later) + timedelta(milliseconds=1))  # a 17-digit time, as Hudi's
+    moved = {**next(r for r in rows if r["instantTime"] == log.name.base_instant), "completionTime": after}
     table.storage.delete_tree(lsm.folder)
     lsm.write(sorted([r for r in rows if r["instantTime"] != log.name.base_instant] + [moved],
                      key=lambda r: r["instantTime"]))

@@ -229,7 +229,8 @@ def begin(
         ).encode(table.version), layout)
         timeline = table.timeline()
         listing = listings.listing(table.storage, timeline, inflight.timestamp) if listings is not None else None
-        view = table.view(timeline, listing=listing)
+        # Routing needs the groups and their latest base files, not where archived logs belong.
+        view = table.view(timeline, listing=listing, completion_history=False)
     except BaseException:
         beat.stop()
         raise

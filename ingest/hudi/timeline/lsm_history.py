@@ -165,10 +165,9 @@ class LSMHistory:
         wanted = set(instants)
         if not wanted:
             return {}
-        low, high = min(wanted), max(wanted)
         out = {}
         for entry in self.manifest():
-            if entry.max_instant < low or entry.min_instant > high:
+            if not any(entry.min_instant <= w <= entry.max_instant for w in wanted):
                 continue
             table = parquet_bytes.read_table(self.storage.read(self._path(entry.name)),
                                              columns=["instantTime", "completionTime"])
