@@ -560,6 +560,7 @@ class Resolver:
                 return
             existing = TableConfig.load(storage)
             existing.check_supported(table.path, write=True)  # a pipeline writes it
+            existing.check_keyed_records(table.path)
             hudi_table = HudiTable(storage, existing)
             timeline = hudi_table.timeline()
             hudi_table.schema(timeline)  # the latest commit parses: writers build on it

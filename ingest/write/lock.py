@@ -57,6 +57,8 @@ def _refuse_unwritable(storage: Storage, writes_records: bool) -> None:
     except TableNotFound:
         return  # the writer creates it
     config.check_writable(storage.base_url)
+    if writes_records:
+        config.check_keyed_records(storage.base_url)
     table = HudiTable(storage, config)
     # Four reads that do not wait on each other, side by side on an object store; each one's failure
     # is raised where the checks, one after another, would have met it.

@@ -332,7 +332,7 @@ class TableConfig:
 
     def check_writable(self, where: str) -> None:
         """Refuse, naming the property, a table ingest cannot write into: another table version, a
-        copy-on-write table, one with auto-generated record keys, or one without meta fields (`HoodieTableConfig.populateMetaFields`:
+        copy-on-write table, or one without meta fields (`HoodieTableConfig.populateMetaFields`:
         such tables find records by their key fields; ingest's index and reader need the meta fields)."""
         version = self.get(TableConfigKey.VERSION)
         if not writes_version(version):
@@ -350,15 +350,20 @@ class TableConfig:
             raise UnsupportedTable(f"{where}: {TableConfigKey.PARTIAL_UPDATE_MODE.key}={partial} cannot be written "
                                    "(ingest writes whole records: NONE)")
         self._check_merge_written(where)
-        if not self.raw(TableConfigKey.RECORD_KEY_FIELDS):
-            # `HoodieWriterUtils.validateTableConfig`: "if incoming record key is non empty, table config should
-            # also be non empty". Hudi 0.14+ leaves the key out for tables whose keys it generates per record.
-            raise UnsupportedTable(f"{where}: {TableConfigKey.RECORD_KEY_FIELDS.key} is not set: the table's records "
-                                   "carry keys Hudi generated (no record key field), which no keyed write matches")
         if not self.get(TableConfigKey.POPULATE_META_FIELDS):
             raise UnsupportedTable(f"{where}: {TableConfigKey.POPULATE_META_FIELDS.key}="
                                    f"{self.raw(TableConfigKey.POPULATE_META_FIELDS)}: ingest writes tables with "
                                    "meta fields only")
+
+    def check_keyed_records(self, where: str) -> None:
+        """Refuse writing records into a table whose record keys Hudi generated: `HoodieWriterUtils
+        .validateTableConfig` refuses a record key field there ("if incoming record key is non empty, table
+        config should also be non empty"); Hudi 0.14+ leaves `hoodie.table.recordkey.fields` out for such
+        tables, and no keyed update or delete would match their records. Table services, which take keys
+        from the meta fields, may still run."""
+        if not self.raw(TableConfigKey.RECORD_KEY_FIELDS):
+            raise UnsupportedTable(f"{where}: {TableConfigKey.RECORD_KEY_FIELDS.key} is not set: the table's records "
+                                   "carry keys Hudi generated (no record key field), which no keyed write matches")
 
     def _check_files_written(self, where: str) -> None:
         """Refuse, naming the property, a table whose files Hudi's writers write differently from ingest:

@@ -122,6 +122,7 @@ class HudiTable:
         """This table, once a writer with `settings` may write it (else UnsupportedTable or
         TableConfigConflict naming what differs)."""
         self.config.check_supported(self.base_url, write=True)
+        self.config.check_keyed_records(self.base_url)
         self.config.check_compatible(self.base_url, settings)
         return self
 
