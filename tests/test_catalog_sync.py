@@ -766,3 +766,19 @@ def test_glue_registers_a_moved_table_again_at_its_new_location(aws, tmp_path):
         partitions = glue.get_partitions(DatabaseName="lake_glue_moved", TableName=name)["Partitions"]
         assert {p["Values"][0]: p["StorageDescriptor"]["Location"] for p in partitions} == {
             c: f"s3://lake/moved/trips/city={c}" for c in CITIES[:3]}
+
+
+def test_a_catalog_table_without_location_is_not_replaced(aws, tmp_path):
+    """`HiveSyncTool.syncHoodieTable` compares the catalog table's location with the base path
+    (`FSUtils.comparePathsWithoutScheme`), which fails on a table with none (a view): Hudi's sync stops
+    there, and so does ingest's, naming the table, rather than dropping what holds the name."""
+    endpoint, glue, _ = aws
+    url = "s3a://lake/nolocation/trips"
+    options, settings = glue_sync(endpoint, "lake_glue_view")
+    glue.create_database(DatabaseInput={"Name": "lake_glue_view"})
+    glue.create_table(DatabaseName="lake_glue_view", TableInput={"Name": "trips_ro", "TableType": "VIRTUAL_VIEW",
+                                                                 "ViewOriginalText": "select 1"})
+    (outcome,) = write_and_sync(url, CatalogSync(url, options, settings), BATCHES[:1], storage_options=options)
+    assert not outcome.ok
+    assert "lake_glue_view.trips_ro exists in AWS Glue" in outcome.error and "without a location" in outcome.error
+    assert glue.get_table(DatabaseName="lake_glue_view", Name="trips_ro")["Table"]["TableType"] == "VIRTUAL_VIEW"

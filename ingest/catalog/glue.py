@@ -13,12 +13,11 @@ properties, as `AWSGlueCatalogSyncClient.createTable` puts it.
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Sequence
 
 from ingest.catalog.registration import PartitionDefinition, TableDefinition
 from ingest.catalog.settings import SyncSettings
-from ingest.catalog.sync import CatalogTable, comparable_columns
+from ingest.catalog.sync import CatalogTable, comparable_columns, temp_table_name
 from ingest.errors import IngestError
 
 EXTRA = "ingest[glue]"
@@ -115,7 +114,7 @@ class GlueCatalog:
         """`AWSGlueCatalogSyncClient.createOrReplaceTable`: a table under a temporary name is created and
         dropped first (`validateSchemaAndProperties`), so a definition Glue refuses leaves the old table;
         then the old one is dropped and the new one created."""
-        temp = dataclasses.replace(table, name=f"{table.name}_temp{int(time.time())}")
+        temp = dataclasses.replace(table, name=temp_table_name(table.name))
         self.create_table(database, temp)
         self.glue.delete_table(DatabaseName=database, Name=temp.name, **self.catalog)
         self.glue.delete_table(DatabaseName=database, Name=table.name, **self.catalog)

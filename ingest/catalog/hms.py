@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from urllib.parse import urlparse
 
 from ingest.catalog.registration import PartitionDefinition, TableDefinition
-from ingest.catalog.sync import CatalogTable
+from ingest.catalog.sync import CatalogTable, temp_table_name
 from ingest.errors import IngestError
 
 EXTRA = "ingest[hive]"
@@ -25,7 +25,6 @@ EXTRA = "ingest[hive]"
 # does not allow (a struct gaining a field, for one) while this metastore setting is true.
 INCOMPATIBLE = "types incompatible with the existing columns"
 INCOMPATIBLE_SETTING = "hive.metastore.disallow.incompatible.col.type.changes"
-TEMP_SUFFIX = "_temp"  # HoodieSyncClient.generateTempTableName: name, suffix, epoch seconds
 
 
 def require_hmsclient():
@@ -107,7 +106,7 @@ class HiveMetastore:
         """`HoodieHiveSyncClient.createOrReplaceTable`: the new table is created under a temporary name
         first, so a definition the metastore refuses leaves the old one; then the old one is dropped (its
         data kept) and the new one renamed."""
-        temp = dataclasses.replace(table, name=f"{table.name}{TEMP_SUFFIX}{int(time.time())}")
+        temp = dataclasses.replace(table, name=temp_table_name(table.name))
         self.create_table(database, temp)
         self.client.drop_table(database, table.name, False)
         created = self.client.get_table(database, temp.name)

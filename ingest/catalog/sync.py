@@ -201,6 +201,11 @@ def dropped_partitions(commits: Commits, instants: Sequence[Instant]) -> set[str
     return {p for p, ts in deleted.items() if p and (p not in written or ts > written[p])}
 
 
+def temp_table_name(name: str) -> str:
+    """`HoodieSyncClient.generateTempTableName`: where a replacing table is created first."""
+    return f"{name}_temp{int(time.time())}"
+
+
 def path_only(url: str) -> str:
     """`Path.getPathWithoutSchemeAndAuthority(...).toUri().getPath()`: how Hudi compares partition locations."""
     path = urlparse(url).path if ("://" in url or url.startswith("file:")) else url
@@ -240,6 +245,11 @@ def sync_table(table: HudiTable, settings: SyncSettings, client: CatalogClient) 
             client.create_table(settings.database, definition)
             result.created.append(definition.name)
             synced = (None, None)
+        elif not existing.location:
+            # Hudi's comparison (`FSUtils.comparePathsWithoutScheme`) fails on a table with no location (a
+            # view, say): such a table is not Hudi's to replace.
+            raise RuntimeError(f"{settings.database}.{definition.name} exists in {client.description} without a "
+                               "location (a view?): not replaced; drop it or sync under another name")
         elif path_only(existing.location) != path_only(definition.location):
             # `HiveSyncTool.syncHoodieTable`: a table registered at another base path ("basepath is
             # updated") is replaced (`recreateAndSyncHiveTable`) and all its partitions synced again.
