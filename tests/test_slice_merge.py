@@ -78,8 +78,9 @@ def read(folder: Path, base_ts: int | None, blocks: list[tuple], *, event_time: 
     name = f".{FILE_ID}_{BASE_INSTANT}.log.1_0-1-1"
     create_log_file(storage, name, log_blocks)
     slice_ = FileSlice("", FILE_ID, BASE_INSTANT, base, (LogFile("", LogFileName.parse(name), storage.size(name)),))
+    # The version-6 rules come together (`TableVersion`): deletes in log order, compared by Java class.
     ctx = ReadContext(storage, schema, frozenset(completed), "ts", event_time, log_ordering=log_ordering,
-                      deletes_in_log_order=deletes_in_log_order)
+                      deletes_in_log_order=deletes_in_log_order, delete_ordering_by_class=deletes_in_log_order)
     return [r["ts"] for r in read_slice(ctx, slice_).to_pylist()]
 
 

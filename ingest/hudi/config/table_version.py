@@ -102,6 +102,13 @@ class TableVersion:
         return self.timeline_layout == 2
 
     @property
+    def delete_ordering_by_java_class(self) -> bool:
+        """A delete's ordering value is compared with a log record's only when Java would find them of one
+        class (0.14/0.15's `processNextDeletedRecord`, `ReflectionUtils.isSameClass`, the record's read raw
+        from Avro); 1.x converts both to the engine's type first (`convertOrderingValueToEngineType`)."""
+        return self.timeline_layout == 1
+
+    @property
     def streamer_checkpoint_keys(self) -> tuple[str, ...]:
         """The keys Hudi's streamer resumes from, in its order of preference (`CheckpointUtils.getCheckpoint`:
         1.x reads the V2 key, else the V1 one; 0.14/0.15 only know V1)."""

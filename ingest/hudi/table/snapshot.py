@@ -90,6 +90,7 @@ class ReadContext:
     skip_corrupt: bool = False         # report corrupt committed blocks as warnings, not errors
     log_ordering: bool = False         # log versions by ordering value, laid over the base (0.x)
     deletes_in_log_order: bool = False  # ordered deletes merge in log order (`TableVersion`)
+    delete_ordering_by_class: bool = False  # compared only where Java's classes match (`TableVersion`)
 
     @classmethod
     def of(cls, table: HudiTable, schema: avro.AvroSchema, completed: frozenset[str], *,
@@ -99,7 +100,8 @@ class ReadContext:
         return cls(table.storage, schema, completed, config.precombine_field, config.event_time_ordering,
                    writes_pending=writes_pending, skip_corrupt=skip_corrupt,
                    log_ordering=config.log_versions_by_ordering,
-                   deletes_in_log_order=config.table_version.deletes_fold_in_log_order)
+                   deletes_in_log_order=config.table_version.deletes_fold_in_log_order,
+                   delete_ordering_by_class=config.table_version.delete_ordering_by_java_class)
 
     @property
     def reader_schema(self) -> avro.AvroSchema:
@@ -265,7 +267,7 @@ def _log_versions(ctx: ReadContext, slice_: FileSlice) -> tuple[list[dict[str, A
                 ordered = (
                     ov is not None and wanted_wrapper is not None and ov.wrapper == wanted_wrapper
                     and not (ov.wrapper == OrderingWrapper.INT and ov.value == 0)
-                    and (not ctx.deletes_in_log_order or ov.wrapper in _SAME_CLASS_AS_RECORDS)
+                    and (not ctx.delete_ordering_by_class or ov.wrapper in _SAME_CLASS_AS_RECORDS)
                 )
                 deletes.append((seq, d.record_key, d.partition_path, ov.value if ordered else None))
     return records, deletes
