@@ -43,7 +43,6 @@ from ingest.hudi.java_numbers import (
     java_big_decimal_to_string,
     java_double_to_string,
     java_float_to_string,
-    jdk_dependent_text,
 )
 from ingest.hudi.keygen.joda_time import joda_zone, zone_offsets
 from ingest.hudi.keygen.partition_path import (
@@ -154,6 +153,17 @@ def java_timestamp_to_string(epoch_millis: int, zone: str) -> str:
             f"{seconds % 60:02d}.{nanos}")
 
 
+def _jdk_dependent_rows(values: pa.Array, double: bool) -> list[int]:
+    """Rows `java_numbers.jdk_dependent_text` holds for, found with Arrow's kernels (values as doubles,
+    which holds floats exactly): finite, non-zero, outside [1e-3, 1e7), and not whole below 2^53 (2^24)."""
+    v = values.cast(pa.float64())
+    magnitude = pc.abs(v)
+    plain = pc.and_(pc.greater_equal(magnitude, 1e-3), pc.less(magnitude, 1e7))
+    whole = pc.and_(pc.equal(v, pc.trunc(v)), pc.less(magnitude, float(2 ** 53 if double else 2 ** 24)))
+    dependent = pc.and_(pc.and_(pc.is_finite(v), pc.not_equal(v, 0.0)), pc.invert(pc.or_(plain, whole)))
+    return np.flatnonzero(pc.fill_null(dependent, False).to_numpy(zero_copy_only=False)).tolist()
+
+
 def java_strings(values: pa.Array, field: str, *, consistent_logical_timestamp: bool, jvm_zone: str) -> tuple[pa.Array, dict[int, str]]:
     """The string Hudi's Avro path makes of each value (`getNestedFieldValAsString`); null stays null.
 
@@ -174,13 +184,14 @@ def java_strings(values: pa.Array, field: str, *, consistent_logical_timestamp: 
         double = pa.types.is_float64(dtype)
         render = java_double_to_string if double else java_float_to_string
         floats = values.to_pylist()
+        texts = [None if v is None else render(v) for v in floats]
         # A Hudi writer on Java 8-17 and one on Java 19+ would make different keys of these values.
-        problems = {row: (f"value {render(v)} of {'double' if double else 'float'} field {field!r} prints in other "
-                          f"digits under Java 8-17 than under Java 19+ (Double.toString, JDK-4511638), so Hudi's "
-                          "writers would not agree on its text; floating key values must be whole below 2^53 "
-                          "(2^24 for float) or between 0.001 and 10^7")
-                    for row, v in enumerate(floats) if v is not None and jdk_dependent_text(v, double=double)}
-        return pa.array([None if v is None else render(v) for v in floats], pa.string()), problems
+        problems = {row: (f"value {texts[row]} of {'double' if double else 'float'} field {field!r} prints in "
+                          f"other digits under Java 8-17 than under Java 19+ ({'Double' if double else 'Float'}"
+                          ".toString, JDK-4511638), so Hudi's writers would not agree on its text; floating key "
+                          "values must be whole below 2^53 (2^24 for float) or between 0.001 and 10^7")
+                    for row in _jdk_dependent_rows(values, double)}
+        return pa.array(texts, pa.string()), problems
     if pa.types.is_decimal(dtype):
         out = []
         for v in values.to_pylist():
