@@ -36,8 +36,10 @@ from ingest.hudi.table.table import HudiTable
 from ingest.hudi.timeline import heartbeat
 from ingest.hudi.timeline.commit_metadata import CommitMetadata, WriteStat, decode_metadata
 from ingest.hudi.timeline.heartbeat import HeartbeatSettings, InstantHeartbeat
-from ingest.hudi.timeline.instant import Action, Instant, State
+from ingest.hudi.timeline.instant import Action, Instant, InstantTimeGenerator, State
 from ingest.hudi.timeline.timeline import (
+    REQUEST_ATTEMPTS,
+    InstantTaken,
     Timeline,
     complete,
     read_instant,
@@ -219,11 +221,9 @@ def begin(
     incoming_schema = avro.without_null_fields(avro.without_meta_fields(incoming_schema))
     schema = avro.evolve(current, incoming_schema, keyed_fields, nested_additions=nested_additions) \
         if current is not None else incoming_schema
-    instant_time = timeline.new_instant_time()
-    beat = InstantHeartbeat(table.storage, instant_time, settings).start()
     layout = table.layout
+    requested, beat = request_delta_commit(table, timeline, settings)
     try:
-        requested = request(table.storage, instant_time, Action.DELTA_COMMIT, layout=layout)
         inflight = start(table.storage, requested, CommitMetadata(
             operation_type=operation.upper(), extra_metadata={WRITER_KEY: f"ingest {__version__}"},
         ).encode(table.version), layout)
@@ -248,6 +248,31 @@ def begin(
         lazy=lazy,
         listings=listings,
     )
+
+
+def request_delta_commit(table: HudiTable, timeline: Timeline,
+                          settings: HeartbeatSettings) -> tuple[Instant, InstantHeartbeat]:
+    """The requested deltacommit of a new write, and its heartbeat, started first as
+    `BaseHoodieWriteClient.startCommit` starts it. The requested file is created only if absent
+    (`HoodieActiveTimeline.createNewInstant`): when another writer requested the same instant time, the
+    write takes a later one. The heartbeat of the time given up is left as it is: that writer beats it
+    too, and deleting it would let its instant be rolled back."""
+    instant_time = timeline.new_instant_time()
+    attempt = 1
+    while True:
+        beat = InstantHeartbeat(table.storage, instant_time, settings).start()
+        try:
+            return request(table.storage, instant_time, Action.DELTA_COMMIT, layout=table.layout), beat
+        except InstantTaken:
+            beat.abandon()
+            if attempt == REQUEST_ATTEMPTS:
+                raise
+        except BaseException:
+            beat.stop()
+            raise
+        log.info("instant %s was requested by another writer; taking a later one", instant_time)
+        attempt += 1
+        instant_time = InstantTimeGenerator.new(after=instant_time, zone=timeline.zone)
 
 
 def reconcile(txn: Transaction, stats: Iterable[WriteStat], extra_files: Iterable[str] = (),

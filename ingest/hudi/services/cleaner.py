@@ -350,7 +350,8 @@ def schedule(table: HudiTable, settings: CleanSettings, *, force: bool = False,
     instant_time = timeline.new_instant_time()
     if fence is not None:
         fence()
-    request(table.storage, instant_time, Action.CLEAN, plan.to_bytes(table.storage), table.layout)
+    instant_time = request(table.storage, instant_time, Action.CLEAN, plan.to_bytes(table.storage), table.layout,
+                           zone=timeline.zone).timestamp
     log.info("scheduled clean %s of %d files", instant_time, plan.file_count)
     return instant_time
 

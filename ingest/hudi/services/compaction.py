@@ -266,7 +266,8 @@ def schedule(
         return None
     if fence is not None:
         fence()
-    request(table.storage, instant_time, Action.COMPACTION, plan.to_bytes(table.version), table.layout)
+    instant_time = request(table.storage, instant_time, Action.COMPACTION, plan.to_bytes(table.version), table.layout,
+                           zone=timeline.zone).timestamp
     log.info("scheduled compaction %s of %d file groups", instant_time, len(plan.operations))
     return instant_time
 

@@ -96,6 +96,13 @@ class InstantHeartbeat:
             except OSError:
                 pass  # the next beat retries; the tolerable misses cover a storage hiccup
 
+    def abandon(self) -> None:
+        """Stop refreshing and leave the file: another writer took this instant time first
+        (`HoodieActiveTimeline.createNewInstant` refused ours) and beats the same file."""
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=STOP_WAIT_S)
+
     def stop(self) -> None:
         """Stop refreshing and delete the file (the instant completed, or was given up). Called again,
         it deletes again only if a beat outlived the first call (one request fewer on object stores)."""

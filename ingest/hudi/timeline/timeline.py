@@ -249,11 +249,44 @@ def read_instant(storage: Storage, instant: Instant, layout: TimelineLayout = LA
         raise TimelineError(f"instant file {path} is missing") from e
 
 
+# How many instant times a request tries when each was just requested by another writer.
+REQUEST_ATTEMPTS = 5
+
+
+class InstantTaken(TimelineError):
+    """Another writer has requested the same action at the same instant time."""
+
+
 def request(storage: Storage, timestamp: str, action: Action, content: bytes = b"",
-            layout: TimelineLayout = LAYOUT_1) -> Instant:
-    instant = Instant(timestamp, action, State.REQUESTED)
-    storage.write(layout.path(instant), content)
-    return instant
+            layout: TimelineLayout = LAYOUT_1, *, zone: str | None = None) -> Instant:
+    """Write the requested file of a new instant; returns it (its time may be later than `timestamp`).
+
+    `HoodieActiveTimeline.createNewInstant` creates the file only if it is absent (`createFileInMetaPath`
+    with overwrite off: `createImmutableFileInPath`, `fs.create(path, false)`), so two writers that took
+    the same millisecond never share an instant: a Hudi 0.14/0.15 writer takes its instant time without
+    the lock, after ingest listed the timeline. Here the file is created exclusively too; when it exists,
+    with a `zone` a later instant time is taken (up to `REQUEST_ATTEMPTS` times), without one
+    `InstantTaken` is raised. A file holding exactly this (non-empty) plan is this writer's own, whose
+    create reached the store though its answer did not (a retried conditional PUT is refused): kept.
+    An empty one (a deltacommit's) cannot be told apart from another writer's, so it is never adopted."""
+    attempt = 1
+    while True:
+        instant = Instant(timestamp, action, State.REQUESTED)
+        rel = layout.path(instant)
+        if storage.create(rel, content) or (content and _content_or_none(storage, rel) == content):
+            return instant
+        if zone is None or attempt == REQUEST_ATTEMPTS:
+            raise InstantTaken(f"{storage.base_url}: instant {rel} was requested by another writer "
+                               f"(tried {attempt} instant time(s))")
+        attempt += 1
+        timestamp = InstantTimeGenerator.new(after=timestamp, zone=zone)
+
+
+def _content_or_none(storage: Storage, rel: str) -> bytes | None:
+    try:
+        return storage.read(rel)
+    except FileNotFoundError:
+        return None
 
 
 def start(storage: Storage, instant: Instant, content: bytes = b"", layout: TimelineLayout = LAYOUT_1) -> Instant:
