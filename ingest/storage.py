@@ -5,7 +5,11 @@ on two guarantees whatever the backend:
 
 * `write` replaces a whole file atomically: readers see the old content or the new, never a part.
   Local disks get a temporary file and a rename; object stores get one PUT (and no rename exists).
-* `create` is put-if-absent: exactly one of several racing writers succeeds.
+* `create` is put-if-absent: exactly one of several racing writers succeeds. Only where the file system
+  itself refuses an existing name (`creates_exclusively`): a local disk, and S3, GCS and Azure through
+  s3fs, gcsfs and adlfs. Other fsspec back ends (`hdfs://` through pyarrow, `webhdfs://`...) check that
+  the file is absent and then write it, so the lease and Hudi's lock, which need the guarantee, refuse
+  them.
 
 Appending is offered only where the file system really appends (`can_append`); object stores
 never append, so writers roll over to a new file there instead.
@@ -71,6 +75,47 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):")  # two letters at least: no
 
 # URL schemes that name one file system (fsspec's aliases, and Hadoop's for S3).
 _SAME_FILE_SYSTEM = {"s3a": "s3", "s3n": "s3", "gcs": "gs", "abfss": "abfs", "az": "abfs", "local": "file"}
+
+
+# fsspec back ends whose `pipe_file(mode="create")` the store itself makes conditional, from the release
+# that added it (earlier ones fail on the argument): S3's `If-None-Match: *` PUT, GCS's
+# `ifGenerationMatch=0`, Azure's upload without overwrite. Others inherit fsspec's generic create, "non-atomic
+# but simple": `exists`, then a write that replaces whatever another writer created in between.
+_EXCLUSIVE_CREATE = {
+    "s3fs.core.S3FileSystem": (2024, 12),
+    "gcsfs.core.GCSFileSystem": (2024, 12),
+    "adlfs.spec.AzureBlobFileSystem": (2024, 12),
+}
+
+
+def _release(module: str) -> tuple[int, ...]:
+    import importlib
+
+    version = getattr(importlib.import_module(module.split(".")[0]), "__version__", "0")
+    return tuple(int(p) for p in re.findall(r"\d+", version)[:2])
+
+
+def exclusive_create_class(fs_class: type) -> bool:
+    """Whether `Storage.create` on a file system of this class is exclusive: local disks (a hard link
+    fails on an existing name), or a back end whose own create is conditional, unless a subclass
+    overrides how it writes."""
+    if issubclass(fs_class, LocalFileSystem):
+        return True
+    owner = next((c for c in fs_class.__mro__ if "_pipe_file" in c.__dict__ or "pipe_file" in c.__dict__), None)
+    since = _EXCLUSIVE_CREATE.get(f"{owner.__module__}.{owner.__qualname__}") if owner is not None else None
+    return since is not None and _release(owner.__module__) >= since
+
+
+def exclusive_create(url: str) -> bool | None:
+    """`exclusive_create_class` of the file system at `url`, without opening it (a configuration is checked
+    where the lake may be out of reach, and an HDFS client needs a JVM); None when its back end is not
+    installed here. A URL fsspec has no back end for cannot be written at all: False."""
+    try:
+        return exclusive_create_class(fsspec.get_filesystem_class(fsspec.utils.get_protocol(str(url))))
+    except ValueError:
+        return False
+    except ImportError:
+        return None
 
 
 def within(root: str, location: str) -> bool:
@@ -158,6 +203,11 @@ class Storage:
     def can_append(self) -> bool:
         """True where appending bytes to an existing file is a real, in-place append."""
         return self.is_local
+
+    @property
+    def creates_exclusively(self) -> bool:
+        """True where `create` is put-if-absent the file system enforces (`exclusive_create_class`)."""
+        return exclusive_create_class(type(self.fs))
 
     @property
     def requests_at_once(self) -> int:
@@ -397,8 +447,9 @@ class Storage:
     def create(self, rel: str, data: Data) -> bool:
         """Write `rel` only if it does not exist; True if this call created it.
 
-        Atomic and exclusive: on local disks the content is written aside and hard-linked into
-        place (link fails if the name exists); on object stores it is a conditional PUT.
+        Atomic and exclusive where `creates_exclusively`: on local disks the content is written aside
+        and hard-linked into place (link fails if the name exists); on object stores it is a conditional
+        PUT. Elsewhere fsspec checks, then writes: callers that need exclusion refuse such storage.
         """
         full = self.full_path(rel)
         if self.is_local:

@@ -584,7 +584,9 @@ KEYS: tuple[Key, ...] = (
         "Hudi writer's lock file must be deleted by hand; ingest keeps its own fresh while it holds it).",
         default=0, minimum=0),
     Key("hudi.hoodie.fs.atomic_creation.support", Type.LIST, "Schemes besides file, hdfs, viewfs and hopsfs "
-        "whose file create is atomic, so Hudi's file-system lock may live there (Hudi's writers refuse others)."),
+        "whose file create is atomic, so Hudi's file-system lock may live there (Hudi's writers refuse others). "
+        "ingest takes the lock only where its own create is exclusive too: a local disk, or S3, GCS or Azure "
+        "(s3fs, gcsfs, adlfs 2024.12 or later) listed here; not HDFS, which it reaches through pyarrow."),
     Key("hudi.hoodie.cleaner.policy.failed.writes", Type.CHOICE, "`LAZY`: a pending write is rolled back "
         "only once its heartbeat has expired (other writers may be running it); `EAGER`: before the next "
         "write, and a Hudi writer's with a live heartbeat fails that write. Always `LAZY` under optimistic "

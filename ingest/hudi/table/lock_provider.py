@@ -20,7 +20,10 @@ has expired. The provider's rules:
   `hoodie.write.lock.filesystem.expire` minutes old; 0, the default, never expires;
 * `unlock`: delete the file.
 
-ingest writes that file the same way. It also keeps the file's modification time fresh while it holds
+ingest writes that file the same way, and only where its own create is exclusive too
+(`Storage.creates_exclusively`): Hudi creates the lock atomically on HDFS, but ingest reaches HDFS through
+fsspec (pyarrow), whose create checks that the file is absent and then writes it, so ingest could replace
+a lock a Hudi writer had just taken. Such a lock directory is refused before anything is written. It also keeps the file's modification time fresh while it holds
 the lock (a rewrite of the same content): ingest holds the lock from planning to commit, which may
 outlast the expiry that Hudi sets for its short commit-time critical section.
 """
@@ -37,7 +40,7 @@ from zoneinfo import ZoneInfo
 
 from ingest.errors import ConfigError
 from ingest.hudi.timeline.commit_metadata import jackson_dumps
-from ingest.storage import Storage
+from ingest.storage import Storage, exclusive_create
 
 CONCURRENCY_MODE = "hoodie.write.concurrency.mode"
 OCC = "OPTIMISTIC_CONCURRENCY_CONTROL"
@@ -80,7 +83,22 @@ class LockSettings:
             raise ConfigError(f"{directory}: Hudi's file-system lock needs a file system whose create is atomic "
                               f"({', '.join(ATOMIC_CREATION_SCHEMES)}, or a scheme listed in {ATOMIC_CREATION}); "
                               f"Hudi's writers refuse scheme {scheme}", key=f"hudi.{LOCK_PATH}")
+        refuse_non_exclusive_create(directory, LOCK_PATH if hudi.get(LOCK_PATH) else PROVIDER,
+                                    exclusive_create(directory))
         return cls(directory, expire, zone)
+
+
+def refuse_non_exclusive_create(directory: str, key: str, exclusive: bool | None) -> None:
+    """`FileSystemBasedLockProvider.acquireLock` creates the lock with `fs.create(lockFile, false)`, which
+    fails if the file exists: ingest can share the lock only where its own create is exclusive too.
+    `exclusive` None: not known here (the back end is not installed); the writer checks again."""
+    if exclusive is False:
+        raise ConfigError(f"{directory}: ingest cannot create Hudi's lock file there exclusively (its fsspec file "
+                          "system checks that the file is absent, then writes it), so it could replace a lock a "
+                          "Hudi writer has just taken (FileSystemBasedLockProvider.acquireLock creates it with "
+                          "fs.create(lockFile, false)); put the lock on a local disk, or on S3, GCS or Azure "
+                          f"(s3fs, gcsfs, adlfs 2024.12 or later) with the scheme listed in {ATOMIC_CREATION}",
+                          key=f"hudi.{key}")
 
 
 def lazy_failed_writes(hudi: Mapping[str, str]) -> bool:
@@ -121,6 +139,7 @@ class FileSystemLock:
     def __init__(self, settings: LockSettings, storage_options: Mapping | None = None, owner: str = ""):
         self.settings = settings
         self.storage = Storage(settings.directory, storage_options)
+        refuse_non_exclusive_create(settings.directory, LOCK_PATH, self.storage.creates_exclusively)
         self.thread_name = f"{THREAD_PREFIX}{owner}"
         self.content: bytes | None = None  # what we wrote, while we hold it
 
