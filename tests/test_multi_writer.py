@@ -633,3 +633,57 @@ def test_the_index_manifest_covers_writes_by_name_and_reads_older_manifests_by_t
     table.storage.write(ib.MANIFEST, json.dumps(older).encode())
     assert ib.Manifest.read(table).known is None
     assert not ib.ensure(table, table.timeline(), w.writer.options, None)
+
+
+class _HudiWriterDuringTheWrite:
+    """A LocalEngine whose file writing lets a Hudi writer take Hudi's lock (`FileSystemBasedLockProvider
+    .acquireLock`: create the file only if absent) and, `hold` seconds later on a timer, give it back."""
+
+    def __init__(self, lock_file, hold: float):
+        from ingest.write.batch import LocalEngine
+
+        self.engine, self.lock_file, self.hold = LocalEngine(), lock_file, hold
+        self.took = None
+
+    def __getattr__(self, name):
+        return getattr(self.engine, name)
+
+    def run(self, plan, prepared):
+        try:
+            with open(self.lock_file, "x") as f:  # O_EXCL, as Hadoop's create(path, false)
+                f.write(HUDI_LOCK)
+            self.took = True
+        except FileExistsError:
+            self.took = False
+        if self.took and self.hold is not None:
+            threading.Timer(self.hold, self.lock_file.unlink).start()
+        return self.engine.run(plan, prepared)
+
+
+def test_a_hudi_writer_takes_the_lock_while_ingest_writes_its_files_and_ingest_takes_it_back_to_commit(table_dir):
+    """Hudi's writers hold the lock only around their commits and give up after `hoodie.write.lock.client
+    .num_retries` tries (`LockManager.lock` throws "Unable to acquire lock"): an ingest write that held it
+    through its whole write (a long batch, a backfill) would fail them. ingest gives it back while its files
+    are written, as Hudi's optimistic writers do, and takes it again to commit, waiting for the Hudi
+    writer's commit to end; what that writer committed meanwhile its commit check sees."""
+    LocalWriter(opts(table_dir)).write(rows(("a", "p", 1, "x")))
+    lock_file = table_dir / ".hoodie" / "lock"
+    engine = _HudiWriterDuringTheWrite(lock_file, hold=1.0)
+    started = time.monotonic()
+    result = LocalWriter(opts(table_dir, **OCC), engine).write(rows(("b", "p", 1, "y")))
+    assert engine.took, "the Hudi writer could take the lock while ingest wrote its files"
+    assert result.instant is not None and time.monotonic() - started >= 1.0, "ingest waited to commit"
+    assert snapshot(table_dir) == {("a", "p", 1, "x"), ("b", "p", 1, "y")}
+    assert not lock_file.exists()
+
+
+def test_a_hudi_lock_not_given_back_fails_the_commit_naming_its_holder(table_dir, monkeypatch):
+    from ingest.write import lock as lock_module
+
+    monkeypatch.setattr(lock_module, "HUDI_LOCK_RETAKE_SECONDS", 1.0)
+    LocalWriter(opts(table_dir)).write(rows(("a", "p", 1, "x")))
+    lock_file = table_dir / ".hoodie" / "lock"
+    with pytest.raises(ConcurrentWriterError, match=r"Hudi's table lock .* held by another writer \(lockThreadName "
+                                                    r"main\) for longer than 1s; this write's files are not committed"):
+        LocalWriter(opts(table_dir, **OCC), _HudiWriterDuringTheWrite(lock_file, hold=None)).write(rows(("b", "p", 1, "y")))
+    assert deltacommits(table_dir) == 1 and lock_file.read_text() == HUDI_LOCK
