@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -149,7 +148,7 @@ def _write_and_commit(engine: Engine, options: WriteOptions, table: HudiTable, t
     timings["plan"] = time.monotonic() - t1
 
     t2 = time.monotonic()
-    with phase("writing the file groups"), (lock.hudi_lock_released() if lock is not None else nullcontext()):
+    with phase("writing the file groups"):
         result = engine.run(plan, prepared)
     timings["write"] = time.monotonic() - t2
     crash_point("after_data_write")

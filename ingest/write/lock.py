@@ -17,7 +17,6 @@ writers never deadlock on it) and for as long, so Hudi writers take turns with i
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import random
@@ -25,7 +24,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,9 +44,6 @@ _EPOCH_RE = re.compile(r"^writer\.(\d{10})\.json$")
 # Lease files of earlier epochs are deleted this many at a time, side by side: on an object store one
 # round trip every few commits, where deleting one per commit cost one every commit.
 OLD_EPOCHS_AT_ONCE = 8
-# How long a writer waits to take Hudi's lock back for its commit at least: about the retries Hudi's own
-# writers make (`hoodie.write.lock.client.num_retries` x `wait_time_ms_between_retry`).
-HUDI_LOCK_RETAKE_SECONDS = 300.0
 
 
 def _refuse_unwritable(storage: Storage, writes_records: bool) -> None:
@@ -237,36 +233,6 @@ class WriterLock:
                 f"(lockThreadName {holder or '?'}); " + (f"it expires {expiry} minute(s) after it was taken"
                                                          if expiry else "it never expires: if its writer is gone, "
                                                          "delete the file (hoodie.write.lock.filesystem.expire is 0)"))
-
-    @contextlib.contextmanager
-    def hudi_lock_released(self) -> Iterator[None]:
-        """Hudi's lock given back while the files are written, and taken again before the commit.
-
-        Hudi's writers hold it only around their own commits and table-service steps, and give up on it
-        after `hoodie.write.lock.client.num_retries` tries (`LockManager.lock`): held through a long
-        write it would fail them. What another writer commits meanwhile is what its commit check finds
-        (`ingest.write.conflicts`, as Hudi's own optimistic writers find it); the lease stays held. On an
-        error the lock stays given back."""
-        if self.hudi_lock is None or not self.hudi_lock.held():
-            yield
-            return
-        self.hudi_lock.unlock()
-        yield
-        self._retake_hudi_lock()
-
-    def _retake_hudi_lock(self) -> None:
-        deadline = time.monotonic() + max(self.wait_seconds, HUDI_LOCK_RETAKE_SECONDS)
-        pause = 0.05
-        while not self.hudi_lock.try_lock(stale_ingest_lock=True):
-            left = deadline - time.monotonic()
-            if left <= 0:
-                holder = self.hudi_lock.holder()
-                raise ConcurrentWriterError(f"{self.storage.base_url}: Hudi's table lock {self.hudi_lock.url} has been "
-                                            f"held by another writer (lockThreadName {holder or '?'}) for longer than "
-                                            f"{max(self.wait_seconds, HUDI_LOCK_RETAKE_SECONDS):.0f}s; this write's "
-                                            "files are not committed")
-            time.sleep(min(pause * random.uniform(0.5, 1.0), left))
-            pause = min(pause * 2, 1.0)
 
     def _sweep(self) -> None:
         """Holding the lease, remove what writers that died left half-written (`.tmp` files that

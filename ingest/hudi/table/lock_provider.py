@@ -24,9 +24,8 @@ ingest writes that file the same way, and only where its own create is exclusive
 (`Storage.creates_exclusively`): Hudi creates the lock atomically on HDFS, but ingest reaches HDFS through
 fsspec (pyarrow), whose create checks that the file is absent and then writes it, so ingest could replace
 a lock a Hudi writer had just taken. Such a lock directory is refused before anything is written. It also keeps the file's modification time fresh while it holds
-the lock (a rewrite of the same content): ingest holds the lock while it plans and while it commits (it
-gives it back while its files are written, `WriterLock.hudi_lock_released`), and an inline compaction
-after the commit, which may outlast the expiry that Hudi sets for its short critical sections.
+the lock (a rewrite of the same content): ingest holds the lock from planning to commit, which may
+outlast the expiry that Hudi sets for its short commit-time critical section.
 """
 
 from __future__ import annotations
