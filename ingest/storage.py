@@ -8,9 +8,8 @@ on two guarantees whatever the backend:
 * `create` is put-if-absent: exactly one of several racing writers succeeds. Only where the file system
   itself refuses an existing name (`creates_exclusively`): a local disk, and S3, GCS and Azure through
   s3fs, gcsfs and adlfs. Other fsspec back ends (`hdfs://` through pyarrow, `webhdfs://`...) check that
-  the file is absent and then write it: Hudi's lock, which another process may take in between, refuses
-  them; ingest's lease also reads its epoch file back before each commit, so of two writers that both
-  "created" it only the last one's commits.
+  the file is absent and then write it, so the lease and Hudi's lock, which need the guarantee, refuse
+  them.
 
 Appending is offered only where the file system really appends (`can_append`); object stores
 never append, so writers roll over to a new file there instead.
@@ -450,7 +449,7 @@ class Storage:
 
         Atomic and exclusive where `creates_exclusively`: on local disks the content is written aside
         and hard-linked into place (link fails if the name exists); on object stores it is a conditional
-        PUT. Elsewhere fsspec checks, then writes (see the module's docstring).
+        PUT. Elsewhere fsspec checks, then writes: callers that need exclusion refuse such storage.
         """
         full = self.full_path(rel)
         if self.is_local:

@@ -1,11 +1,11 @@
-"""Hudi's lock is only as safe as an exclusive create.
+"""Hudi's lock and ingest's lease are only as safe as an exclusive create.
 
 `FileSystemBasedLockProvider.acquireLock` creates the lock with `storage.create(lockFile, false)`, which
 fails if the file exists, and its constructor refuses file systems whose create is not atomic
 (`StorageSchemes.isAtomicCreationSupported`, `hoodie.fs.atomic_creation.support`). Hudi creates atomically
 on HDFS; ingest reaches HDFS through fsspec (pyarrow), whose create is fsspec's generic one: `exists`, then
-a write that replaces whatever another writer created in between. Hudi's lock there is refused, naming
-the key, before anything is written; ingest's lease, checked before each commit, is not."""
+a write that replaces whatever another writer created in between. Such storage is refused, naming the
+key, before anything is written."""
 
 from __future__ import annotations
 
@@ -90,33 +90,29 @@ def test_hudis_lock_on_hdfs_is_refused_naming_the_key():
                                 "hoodie.fs.atomic_creation.support": "webhdfs"}, "/t")
 
 
-def test_hudis_lock_is_refused_on_storage_without_an_exclusive_create_and_the_lease_taken(check_then_write,
-                                                                                         tmp_path):
+def test_hudis_lock_and_the_lease_are_refused_on_storage_without_an_exclusive_create(check_then_write,
+                                                                                     tmp_path):
     """Listed in `hoodie.fs.atomic_creation.support`, a scheme passes Hudi's check; ingest's create there
-    is still fsspec's check-then-write, so the lock, which a Hudi writer may take in between, is refused.
-    ingest's own lease is taken: each holder reads its epoch file back before it commits."""
+    is still fsspec's check-then-write, so the lock is refused, and so is ingest's own lease, whose next
+    epoch file two writers could both "create"."""
     lock_dir = f"{PROTOCOL}://{tmp_path}/locks"
     hudi = {**OCC, "hoodie.write.lock.filesystem.path": lock_dir, "hoodie.fs.atomic_creation.support": PROTOCOL}
     with pytest.raises(ConfigError, match=r"hudi\.hoodie\.write\.lock\.filesystem\.path: .*exclusively"):
         LockSettings.from_hudi(hudi, str(tmp_path / "t"))
     with pytest.raises(ConfigError, match=r"hudi\.hoodie\.write\.lock\.filesystem\.path: .*exclusively"):
         FileSystemLock(LockSettings(lock_dir))
-    # ingest's own lease reads its epoch file back before each commit: it is taken there.
-    lease = WriterLock(Storage(f"{PROTOCOL}://{tmp_path}/t"))
-    lease.acquire()
-    lease.check()
-    lease.release()
+    with pytest.raises(ConfigError, match=r"table\.path: .*writer lease needs a file system whose create is exclusive"):
+        WriterLock(Storage(f"{PROTOCOL}://{tmp_path}/t"))
     assert not os.path.exists(tmp_path / "locks")
 
 
-def test_a_write_sharing_hudis_lock_on_storage_without_an_exclusive_create_is_refused_before_anything_is_written(
+def test_a_write_to_storage_without_an_exclusive_create_is_refused_before_anything_is_written(
         check_then_write, tmp_path):
     table = tmp_path / "t"
     table.mkdir()
-    options = WriteOptions(table_path=f"{PROTOCOL}://{table}", table_name="t",
-                           hudi={**HUDI, **OCC, "hoodie.fs.atomic_creation.support": PROTOCOL},
+    options = WriteOptions(table_path=f"{PROTOCOL}://{table}", table_name="t", hudi=HUDI,
                            index=IndexOptions(type=IndexType.BUCKET, bucket_count=2))
     data = pa.table({"id": ["a"], "part": ["p"], "ts": pa.array([1], pa.int64()), "v": ["x"]})
-    with pytest.raises(ConfigError, match=r"hoodie\.write\.lock\.provider: .*exclusively"):
+    with pytest.raises(ConfigError, match=r"table\.path: .*writer lease"):
         LocalWriter(options).write(data)
     assert list(table.iterdir()) == []

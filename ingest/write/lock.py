@@ -1,6 +1,7 @@
 """One commit at a time per table: a lease with heartbeat and expiry, safe on object stores.
 
-Object stores have neither rename nor locks, but they do have put-if-absent. The lease is a series
+Object stores have neither rename nor locks, but they do have put-if-absent (and a file system without
+an exclusive create, `Storage.creates_exclusively`, is refused before anything is written). The lease is a series
 of epoch files `.hoodie/.aux/ingest/lock/writer.<epoch>.json`: acquiring means creating the next
 epoch file, which exactly one contender can do. The holder rewrites its own file as a heartbeat. A
 contender may take over only when the current epoch is released, its heartbeat is older than the
@@ -28,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ingest.errors import ConcurrentWriterError, TableNotFound, TimelineError
+from ingest.errors import ConcurrentWriterError, ConfigError, TableNotFound, TimelineError
 from ingest.hudi.config.table_config import TableConfig
 from ingest.hudi.table.lock_provider import FileSystemLock, LockSettings
 from ingest.hudi.table.table import HudiTable
@@ -145,6 +146,13 @@ class WriterLock:
 
     def __init__(self, storage: Storage, expiry_seconds: float = 60.0, description: str = "", *,
                  wait_seconds: float = 0.0, hudi_lock: LockSettings | None = None, writes_records: bool = False):
+        if not storage.creates_exclusively:
+            # The lease is only as safe as `create`: two writers that both "create" the next epoch both
+            # believe they hold it (what `FileSystemBasedLockProvider` refuses non-atomic file systems for).
+            raise ConfigError(f"{storage.base_url}: ingest's writer lease needs a file system whose create is "
+                              f"exclusive (a local disk; S3, GCS or Azure through s3fs, gcsfs or adlfs 2024.12 or "
+                              f"later); {type(storage.fs).__name__} checks that a file is absent, then writes it, "
+                              f"so two writers could both take the lease", key="table.path")
         self.storage = storage
         self.writes_records = writes_records  # a writer's lease, not a table service's
         self.expiry = expiry_seconds
