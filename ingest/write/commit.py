@@ -229,8 +229,7 @@ def begin(
         ).encode(table.version), layout)
         timeline = table.timeline()
         listing = listings.listing(table.storage, timeline, inflight.timestamp) if listings is not None else None
-        # Routing needs the groups and their latest base files, not where archived logs belong.
-        view = table.view(timeline, listing=listing, completion_history=False)
+        view = table.view(timeline, listing=listing)
     except BaseException:
         beat.stop()
         raise

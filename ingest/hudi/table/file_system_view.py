@@ -128,18 +128,15 @@ class FileSystemView:
         partitions: Iterable[str] | None = None,
         replaced: frozenset[tuple[str, str]] = frozenset(),
         listing: dict[str, list[FileInfo]] | None = None,
-        completion_history: bool = True,
     ) -> FileSystemView:
-        """`listing`: every partition's listing where the caller has it (`listing_sync`); without
-        `completion_history`, a log of an archived deltacommit joins the slice its own time says (writers:
-        only the groups and their latest base files matter to them, and the history costs reads)."""
+        """`listing`: every partition's listing where the caller has it (`listing_sync`)."""
         if listing is None and partitions is None:
             listing = partition_listings(storage)
         elif listing is None:
             partitions = list(partitions)
             listing = dict(zip(partitions, storage.map(storage.list, partitions), strict=True))
         history = timeline.layout.history
-        archived = LSMHistory(storage, history).completion_times if history and completion_history else None
+        archived = LSMHistory(storage, history).completion_times if history else None
         return cls.from_listing(timeline, listing, replaced, archived)
 
     @classmethod

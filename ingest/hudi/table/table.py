@@ -148,13 +148,12 @@ class HudiTable:
         return Timeline.load(self.storage, self.layout, self.config.timeline_zone, self.version)
 
     def view(self, timeline: Timeline | None = None, as_of: str | None = None,
-             listing: dict[str, list[FileInfo]] | None = None, completion_history: bool = True) -> FileSystemView:
+             listing: dict[str, list[FileInfo]] | None = None) -> FileSystemView:
         """The file groups, less those replaced (as of `as_of`: a later replace does not hide a group);
-        `listing`: every partition's files, where the caller keeps them (`listing_sync`);
-        `completion_history`: see `FileSystemView.load`."""
+        `listing`: every partition's files, where the caller keeps them (`listing_sync`)."""
         timeline = timeline or self.timeline()
         return FileSystemView.load(self.storage, timeline, replaced=self.replaced_file_groups(timeline, as_of),
-                                   listing=listing, completion_history=completion_history)
+                                   listing=listing)
 
     def commit_metadata(self, instant: Instant) -> CommitMetadata:
         return self._parsed(instant, self.layout, CommitMetadata.from_json)

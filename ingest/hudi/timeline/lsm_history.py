@@ -50,6 +50,9 @@ ARROW_SCHEMA = pa.schema([
     ("metadata", pa.binary()), ("plan", pa.binary()), pa.field("version", pa.int32(), nullable=False),
 ])
 _PARQUET = BaseFileOptions(compression="gzip")
+# History files' completion times by URL and length, read once per process (the oldest dropped past this many).
+_COMPLETIONS: dict[tuple[str, int], dict[str, str]] = {}
+_COMPLETIONS_KEPT = 256
 
 
 @dataclass(frozen=True)
@@ -161,20 +164,29 @@ class LSMHistory:
 
     def completion_times(self, instants: Iterable[str]) -> dict[str, str]:
         """Completion times of archived `instants` (`CompletionTimeQueryViewV2.readCompletionTime`); only
-        the files whose names cover them are read, and only those two columns."""
+        the files whose names cover them are read, only those two columns, and each file once per process
+        (a file a manifest names is never written again)."""
         wanted = set(instants)
         if not wanted:
             return {}
         out = {}
         for entry in self.manifest():
-            if not any(entry.min_instant <= w <= entry.max_instant for w in wanted):
-                continue
+            if any(entry.min_instant <= w <= entry.max_instant for w in wanted):
+                out.update((t, c) for t, c in self._completions_of(entry).items() if t in wanted)
+        return out
+
+    def _completions_of(self, entry: FileEntry) -> dict[str, str]:
+        key = (self.storage.url(self._path(entry.name)), entry.length)
+        found = _COMPLETIONS.get(key)
+        if found is None:
             table = parquet_bytes.read_table(self.storage.read(self._path(entry.name)),
                                              columns=["instantTime", "completionTime"])
-            out.update((t, c) for t, c in zip(table.column("instantTime").to_pylist(),
-                                              table.column("completionTime").to_pylist(), strict=True)
-                       if t in wanted and c)
-        return out
+            found = {t: c for t, c in zip(table.column("instantTime").to_pylist(),
+                                          table.column("completionTime").to_pylist(), strict=True) if t and c}
+            if len(_COMPLETIONS) >= _COMPLETIONS_KEPT:
+                _COMPLETIONS.pop(next(iter(_COMPLETIONS)))
+            _COMPLETIONS[key] = found
+        return found
 
     # -- writing --------------------------------------------------------------------------------
 
