@@ -132,37 +132,59 @@ class TableCheckpoint:
 
 
 def latest_streamer_checkpoint(table: HudiTable) -> TableCheckpoint | None:
-    """The newest completed delta commit (Merge-On-Read: `getDeltaCommitTimeline`) carrying a streamer
-    checkpoint or reset key, read as `StreamSync.getCheckpointToResume` reads it."""
-    version = table.version
+    """The newest completed delta commit (Merge-On-Read: `getDeltaCommitTimeline`) carrying any streamer
+    checkpoint or reset key (`getLatestInstantAndCommitMetadataWithValidCheckpointInfo`), its checkpoint
+    and reset key of one generation (`CheckpointUtils.getCheckpoint`)."""
+    generations = table.version.streamer_checkpoint_generations
     for instant in reversed(table.timeline().completed(Action.DELTA_COMMIT)):
         extra = table.commit_metadata(instant).extra_metadata
-        value = next((extra[k] for k in version.streamer_checkpoint_keys if extra.get(k)), None)
-        reset = extra.get(version.streamer_reset_key) or None
-        if value or reset:
-            return TableCheckpoint(instant.timestamp, StreamerCheckpoint.parse(value) if value else None, reset)
+        pair = next(((extra.get(k), extra.get(r)) for k, r in generations if extra.get(k) or extra.get(r)), None)
+        if pair is not None:
+            value, reset = pair
+            return TableCheckpoint(instant.timestamp, StreamerCheckpoint.parse(value) if value else None,
+                                   reset or None)
     return None
 
 
-def resume_position(spark: SparkSession, config: PipelineConfig) -> str | None:
-    """For a new query with no `starting_offsets` over a table whose last streamer checkpoint is of its one
-    topic: `startingOffsets` there, partitions the checkpoint does not name from their earliest offset, as
-    `KafkaOffsetGen` reads them (`getOrDefault(tp, 0L)`). None otherwise (the query starts at latest)."""
-    from ingest.spark.kafka_source import subscribed_partitions
-
+def table_checkpoint(config: PipelineConfig) -> TableCheckpoint | None:
+    """The table's latest streamer checkpoint, for a stream of one topic; None when the stream reads
+    several topics, the table does not exist yet, or the checkpoint is another topic's (its reset key
+    is not this stream's to carry on)."""
     kafka = config.source.kafka
-    checkpoint = config.stream.checkpoint
-    if kafka is None or kafka.starting_offsets is not None or len(kafka.topics) != 1 or kafka.topic_pattern:
-        return None
-    if checkpoint is None or has_offsets(spark, checkpoint):
+    if kafka is None or len(kafka.topics) != 1 or kafka.topic_pattern:
         return None
     if not HudiTable.exists(config.table.path, config.table.storage_options):
         return None
     found = latest_streamer_checkpoint(HudiTable.open(config.table.path, config.table.storage_options))
-    if found is None or found.checkpoint is None or found.checkpoint.topic != kafka.topics[0]:
+    if found is None or (found.checkpoint is not None and found.checkpoint.topic != kafka.topics[0]):
+        return None
+    return found
+
+
+def resume_position(spark: SparkSession, config: PipelineConfig, found: TableCheckpoint | None) -> str | None:
+    """For a new query with no `starting_offsets` over a table whose last streamer checkpoint (`found`,
+    `table_checkpoint`) is of its one topic: `startingOffsets` there, partitions the checkpoint does not
+    name from their earliest offset, as `KafkaOffsetGen` reads them (`getOrDefault(tp, 0L)`). None
+    otherwise (the query starts at latest)."""
+    from ingest.spark.kafka_source import subscribed_partitions
+
+    kafka = config.source.kafka
+    checkpoint = config.stream.checkpoint
+    if found is None or found.checkpoint is None or kafka is None or kafka.starting_offsets is not None:
+        return None
+    if checkpoint is None or has_offsets(spark, checkpoint):
         return None
     position = found.checkpoint
-    partitions = [p for t, p in subscribed_partitions(kafka.spark_options()) if t == position.topic]
+    try:
+        subscribed = subscribed_partitions(kafka.spark_options())
+    except Exception as e:  # noqa: BLE001 - any client failure: say what to set instead
+        detail = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise ConfigError(
+            f"a new query over {config.table.path} would start where the table's streamer checkpoint of instant "
+            f"{found.instant} says ({position.text()}), but the topic's partitions could not be listed ({detail}); "
+            "set source.kafka.starting_offsets to where it should start", source=config.origin,
+            key="source.kafka.starting_offsets") from None
+    partitions = [p for t, p in subscribed if t == position.topic]
     offsets = {str(p): position.offsets.get(p, -2) for p in sorted(partitions)}
     log.info("a new query over %s: starting where the checkpoint of instant %s says (%s), as Hudi's streamer would "
              "resume", config.table.path, found.instant, position.text())

@@ -33,17 +33,17 @@ from pyspark.sql.streaming import StreamingQuery
 
 from ingest.config.pipeline import OnError, PipelineConfig
 from ingest.errors import ConfigError, IngestError
-from ingest.hudi.table.table import HudiTable
 from ingest.kafka.spec import refreshed
 from ingest.phases import phase
 from ingest.pipeline import hoodie_metrics, undecodable
 from ingest.pipeline.catalog_sync import CatalogSync
 from ingest.pipeline.checkpoint import (
     StreamerCheckpoint,
+    TableCheckpoint,
     check_fresh_start,
-    latest_streamer_checkpoint,
     read_offset_log,
     resume_position,
+    table_checkpoint,
 )
 from ingest.pipeline.inline_services import InlineServices
 from ingest.pipeline.metrics import BatchReport, ProgressListener, measure_lag
@@ -98,7 +98,7 @@ class StreamBatch:
 
     def __init__(self, config: PipelineConfig, spark: SparkSession, sink: HudiSink, services: InlineServices,
                  gate: BatchGate, run: StreamRun, metrics: hoodie_metrics.Reporter | None = None,
-                 catalog_sync: CatalogSync | None = None):
+                 catalog_sync: CatalogSync | None = None, found: TableCheckpoint | None = None):
         assert config.source.kafka is not None and config.source.decoder is not None
         self.config = config
         self.spark = spark
@@ -116,11 +116,9 @@ class StreamBatch:
         self.failure: BaseException | None = None
         self.spark_tasks = task_progress(spark)
         # Hudi's streamer's position is written with each batch of a one-topic stream; the `--checkpoint` it
-        # last recorded is carried on, or a streamer restarted with it would go back there.
+        # last recorded for the topic is carried on, or a streamer restarted with it would go back there.
         kafka = config.source.kafka
         self.one_topic = len(kafka.topics) == 1 and not kafka.topic_pattern
-        found = (latest_streamer_checkpoint(HudiTable.open(config.table.path, config.table.storage_options))
-                 if self.one_topic and HudiTable.exists(config.table.path, config.table.storage_options) else None)
         self.streamer_reset = found.reset if found is not None else None
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
@@ -221,8 +219,9 @@ def stream(config: PipelineConfig, *, available_now: bool = False, spark: SparkS
         spark, created = spark_session(config)
     try:
         check_fresh_start(spark, config)
-        start = resume_position(spark, config)
-    except ConfigError:
+        found = table_checkpoint(config)
+        start = resume_position(spark, config, found)
+    except BaseException:
         if created:
             spark.stop()
         raise
@@ -238,7 +237,7 @@ def stream(config: PipelineConfig, *, available_now: bool = False, spark: SparkS
                     quarantine_path=config.quarantine.path, after_commit=services)
     metrics = hoodie_metrics.reporter(config.metrics, config.table.name)
     catalog_sync = CatalogSync(config.table.path, config.table.storage_options, config.catalog)
-    batch = StreamBatch(config, spark, sink, services, gate, run, metrics, catalog_sync)
+    batch = StreamBatch(config, spark, sink, services, gate, run, metrics, catalog_sync, found)
     listener = ProgressListener()
     spark.streams.addListener(listener)
     try:

@@ -109,18 +109,18 @@ class TableVersion:
         return self.timeline_layout == 1
 
     @property
-    def streamer_checkpoint_keys(self) -> tuple[str, ...]:
-        """The keys Hudi's streamer resumes from, in its order of preference (`CheckpointUtils.getCheckpoint`:
-        1.x reads the V2 key, else the V1 one; 0.14/0.15 only know V1)."""
-        if self.streamer_checkpoint_key == _V1_CHECKPOINT_KEY:
-            return (_V1_CHECKPOINT_KEY,)
-        return (self.streamer_checkpoint_key, _V1_CHECKPOINT_KEY)
+    def streamer_checkpoint_generations(self) -> tuple[tuple[str, str], ...]:
+        """(checkpoint key, reset key) pairs Hudi's streamer resumes from, in its order of preference
+        (`CheckpointUtils.getCheckpoint`: 1.x takes the V2 pair if either of its keys is set, else the V1
+        pair; 0.14/0.15 know V1 only)."""
+        v1 = (_V1_CHECKPOINT_KEY, _V1_RESET_KEY)
+        return (v1,) if self.streamer_checkpoint_key == _V1_CHECKPOINT_KEY else ((self.streamer_checkpoint_key,
+                                                                                   _V2_RESET_KEY), v1)
 
     @property
     def streamer_reset_key(self) -> str:
         """Where Hudi's streamer records the `--checkpoint` it was started with (`CHECKPOINT_RESET_KEY`)."""
-        return "deltastreamer.checkpoint.reset_key" if self.streamer_checkpoint_key == _V1_CHECKPOINT_KEY \
-            else "streamer.checkpoint.reset.key.v2"
+        return self.streamer_checkpoint_generations[0][1]
 
     @property
     def replacecommits_end_delta_counts(self) -> bool:
@@ -151,6 +151,8 @@ class TableVersion:
 
 
 _V1_CHECKPOINT_KEY = "deltastreamer.checkpoint.key"
+_V1_RESET_KEY = "deltastreamer.checkpoint.reset_key"
+_V2_RESET_KEY = "streamer.checkpoint.reset.key.v2"
 _V6_HEADERS = frozenset(k for k in HeaderKey if k <= HeaderKey.BLOCK_IDENTIFIER)
 
 V6 = TableVersion(6, 1, False, False, "APPEND", _V6_HEADERS, False, False, False, False, _V1_CHECKPOINT_KEY,
