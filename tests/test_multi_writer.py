@@ -247,6 +247,27 @@ def test_a_hudi_lock_left_by_a_stopped_ingest_writer_is_taken_over_with_the_leas
         crashed.check()
 
 
+def test_a_lock_directory_shared_by_two_tables_is_never_taken_from_the_other_tables_writer(tmp_path):
+    """`hoodie.write.lock.filesystem.path` may name one folder for several tables (`<path>/lock`, one lock
+    for all). A lock file another ingest writer holds is stale only when it is this table's: that writer
+    would hold this table's lease. Another table's live writer keeps it, and this one waits."""
+    shared = {**OCC, "hoodie.write.lock.filesystem.path": str(tmp_path / "locks")}
+    LocalWriter(opts(tmp_path / "a")).write(rows(("a", "p", 1, "x")))
+    LocalWriter(opts(tmp_path / "b")).write(rows(("b", "p", 1, "x")))
+    holder = for_writer(opts(tmp_path / "a", **shared))
+    holder.acquire()
+    try:
+        held = (tmp_path / "locks" / "lock").read_text()
+        assert json.loads(held)["lockThreadName"].endswith(f" {Storage(str(tmp_path / 'a')).base_url}")
+        with pytest.raises(ConcurrentWriterError, match="Hudi's table lock .* is held by another writer"):
+            LocalWriter(opts(tmp_path / "b", **shared)).write(rows(("c", "p", 1, "y")))
+        assert (tmp_path / "locks" / "lock").read_text() == held
+        holder.check()
+    finally:
+        holder.release()
+    assert deltacommits(tmp_path / "b") == 1
+
+
 def test_under_occ_a_live_hudi_writers_pending_write_is_left_alone(hudi_table_copy):
     """With optimistic concurrency control Hudi cleans failed writes LAZY
     (HoodieWriteConfig.Builder.autoAdjustConfigsForConcurrencyMode), and then rolls back only pending

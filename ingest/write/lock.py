@@ -159,7 +159,7 @@ class WriterLock:
         self.owner = f"{uuid.uuid4()}"
         self.description = description
         self.wait_seconds = wait_seconds
-        self.hudi_lock = FileSystemLock(hudi_lock, storage.options, self.owner) if hudi_lock else None
+        self.hudi_lock = FileSystemLock(hudi_lock, storage.options, self.owner, storage.base_url) if hudi_lock else None
         self.epoch: int | None = None
         self._acquired_at = 0.0
         self._stop = threading.Event()

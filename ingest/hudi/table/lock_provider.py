@@ -53,7 +53,7 @@ ATOMIC_CREATION = "hoodie.fs.atomic_creation.support"
 # StorageSchemes whose supportAtomicCreation is true (the provider's constructor refuses the others).
 ATOMIC_CREATION_SCHEMES = ("file", "hdfs", "viewfs", "hopsfs")
 LOCK_FILE_NAME = "lock"
-THREAD_PREFIX = "ingest-writer-"  # lockThreadName of a lock ingest took: the prefix and the lease owner
+THREAD_PREFIX = "ingest-writer-"  # lockThreadName of a lock ingest took: the prefix, the lease owner, the table
 
 
 @dataclass(frozen=True)
@@ -136,11 +136,14 @@ def thread_name_of(content: bytes) -> str | None:
 class FileSystemLock:
     """Hudi's lock file, taken and released as `FileSystemBasedLockProvider` does."""
 
-    def __init__(self, settings: LockSettings, storage_options: Mapping | None = None, owner: str = ""):
+    def __init__(self, settings: LockSettings, storage_options: Mapping | None = None, owner: str = "",
+                 table: str = ""):
         self.settings = settings
         self.storage = Storage(settings.directory, storage_options)
         refuse_non_exclusive_create(settings.directory, LOCK_PATH, self.storage.creates_exclusively)
-        self.thread_name = f"{THREAD_PREFIX}{owner}"
+        # The table is named too: `hoodie.write.lock.filesystem.path` may hold the lock of several tables.
+        self.table = table
+        self.thread_name = f"{THREAD_PREFIX}{owner}" + (f" {table}" if table else "")
         self.content: bytes | None = None  # what we wrote, while we hold it
 
     @property
@@ -176,7 +179,7 @@ class FileSystemLock:
         live ingest writer holds Hudi's lock only under the lease) and is removed like an expired one."""
         holder = self.holder()
         if holder is not None:
-            if not (self.expired() or (stale_ingest_lock and holder.startswith(THREAD_PREFIX))):
+            if not (self.expired() or (stale_ingest_lock and self._ours_to_take_over(holder))):
                 return False
             self.storage.delete(LOCK_FILE_NAME)
         content = lock_info(self.thread_name, self.settings.zone)
@@ -184,6 +187,14 @@ class FileSystemLock:
             return False
         self.content = content
         return True
+
+    def _ours_to_take_over(self, holder: str) -> bool:
+        """An ingest writer's lock of this table (or, named by an earlier release, of no table said): under
+        this table's lease, its holder is gone. Another table's ingest writer may be live."""
+        if not holder.startswith(THREAD_PREFIX):
+            return False
+        _, _, table = holder.partition(" ")
+        return not table or table == self.table
 
     def held(self) -> bool:
         """True while the lock file is still the one this writer created."""
