@@ -236,11 +236,14 @@ def archive(target: Target, settings: ServiceSettings, *, lease_expiry_seconds: 
 
 
 def rollback_instant(target: Target, instant_time: str, *, lease_expiry_seconds: float = 60.0,
-                     storage_options: Mapping[str, Any] | None = None) -> Instant:
-    """Roll back a pending write (or finish an interrupted rollback); refuse anything else."""
+                     storage_options: Mapping[str, Any] | None = None, heartbeat: HeartbeatSettings | None = None,
+                     hudi_lock: LockSettings | None = None) -> Instant:
+    """Roll back a pending write (or finish an interrupted rollback); refuse anything else. A Hudi write is
+    judged live by its heartbeat under `heartbeat` (its writers' `hoodie.client.heartbeat.*`), and with
+    `hudi_lock` it is made under Hudi's lock, as Hudi's completes under it (`BaseRollbackActionExecutor.finishRollback`)."""
     check_instant_time(instant_time)
     table = _table(target, storage_options, None)
-    with _lease(table, lease_expiry_seconds):
+    with _lease(table, lease_expiry_seconds, hudi_lock):
         timeline = table.timeline()
         instant = timeline.get(instant_time)
         if instant is None:
@@ -266,7 +269,7 @@ def rollback_instant(target: Target, instant_time: str, *, lease_expiry_seconds:
         if instant.action not in (Action.DELTA_COMMIT, Action.COMMIT):
             raise IngestError(f"{table.base_url}: a pending {kind} is not rolled back by ingest")
         if not commit.written_by_ingest(table, instant):
-            commit.check_not_live(table, instant, HeartbeatSettings())  # a Hudi writer may still run it
+            commit.check_not_live(table, instant, heartbeat or HeartbeatSettings())  # a Hudi writer may still run it
         return commit.roll_back(table.storage, timeline, instant_time)
 
 

@@ -137,6 +137,23 @@ def test_the_rollback_command_refuses_a_hudi_instant_with_a_live_heartbeat(hudi_
     assert HudiTable.open(str(table_dir)).timeline().get(pending).state is State.INFLIGHT
 
 
+def test_the_rollback_command_judges_a_heartbeat_by_the_hudi_writers_settings(hudi_table_copy, capsys):
+    """`HoodieHeartbeatClient.isHeartbeatExpired` allows `interval_in_ms` x `tolerable.misses`; a Hudi writer
+    beating every 5 minutes is live 8 minutes after its last beat, which the defaults (2 minutes) would
+    call expired. `--set` gives `ingest rollback` the writers' settings."""
+    from ingest.cli import main
+
+    table_dir = hudi_table_copy(FIXTURE)
+    pending = _hudi_left_deltacommit(table_dir)
+    _beat(table_dir, pending, age_seconds=480)
+    beats = ["--set", "hudi.hoodie.client.heartbeat.interval_in_ms=300000",
+             "--set", "hudi.hoodie.client.heartbeat.tolerable.misses=2"]
+    assert main(["rollback", str(table_dir), pending, *beats]) == 1
+    assert f"deltacommit {pending} is inflight with a live heartbeat" in capsys.readouterr().err
+    assert HudiTable.open(str(table_dir)).timeline().get(pending).state is State.INFLIGHT
+    assert main(["rollback", str(table_dir), pending]) == 0, "expired under the defaults"
+
+
 def test_a_beat_that_outlives_stop_is_deleted_by_the_next_stop(tmp_path, monkeypatch):
     """`stop` waits `STOP_WAIT_S` for a beat under way, then deletes the file anyway; a beat that ends
     later writes the file again, and the next `stop` (the write's end, after the commit's) deletes it

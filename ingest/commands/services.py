@@ -15,7 +15,11 @@ import sys
 
 from ingest import services
 from ingest.commands.args import add_path, add_set, hudi_lock, hudi_sets
+from ingest.errors import ConfigError
 from ingest.hudi.config.service_settings import ServiceSettings
+from ingest.hudi.timeline.heartbeat import HeartbeatSettings
+
+INTERVAL, MISSES = "hoodie.client.heartbeat.interval_in_ms", "hoodie.client.heartbeat.tolerable.misses"
 
 
 def _settings(args: argparse.Namespace) -> ServiceSettings:
@@ -49,7 +53,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     p = subparsers.add_parser("rollback", help="roll back a pending write",
                               description="Roll back a write that never completed (completed ones are refused).")
-    add_path(p)
+    _add_common(p, "hudi.hoodie.client.heartbeat.interval_in_ms=120000 (the Hudi writers' heartbeat settings)")
     p.add_argument("instant", metavar="INSTANT", help="the pending instant time")
     p.set_defaults(func=run_rollback)
 
@@ -87,6 +91,12 @@ def run_archive(args: argparse.Namespace) -> int:
 
 
 def run_rollback(args: argparse.Namespace) -> int:
-    done = services.rollback_instant(args.path, args.instant)
+    hudi = hudi_sets(args.overrides)
+    beats = HeartbeatSettings()
+    try:
+        beats = HeartbeatSettings(int(hudi.get(INTERVAL, beats.interval_ms)), int(hudi.get(MISSES, beats.tolerable_misses)))
+    except ValueError as e:
+        raise ConfigError(f"hudi.{INTERVAL} and hudi.{MISSES} are whole numbers: {e}", source="--set") from None
+    done = services.rollback_instant(args.path, args.instant, heartbeat=beats, hudi_lock=hudi_lock(args))
     print(f"rolled back {args.instant} ({done.timestamp}.rollback)")
     return 0
