@@ -247,6 +247,25 @@ def test_a_hudi_lock_left_by_a_stopped_ingest_writer_is_taken_over_with_the_leas
         crashed.check()
 
 
+def test_a_lease_whose_create_landed_though_its_answer_was_lost_is_the_writers_own(table_dir):
+    """On an object store a conditional PUT whose answer is lost is retried, and the retry is refused
+    (412): the epoch file is there, holding this writer's record. It is taken as this writer's lease, not
+    as another writer's to wait for until it expires."""
+    from ingest.write.lock import _epoch_path
+
+    LocalWriter(opts(table_dir)).write(rows(("a", "p", 1, "x")))
+    lease = WriterLock(Storage(str(table_dir)), expiry_seconds=60.0)
+    epochs = lease._epochs()
+    landed = (epochs[-1] if epochs else 0) + 1
+    lease.storage.create(_epoch_path(landed), lease._record().to_bytes())  # the PUT that landed
+    lease.acquire()
+    try:
+        assert lease.epoch == landed
+        lease.check()
+    finally:
+        lease.release()
+
+
 def test_a_lock_directory_shared_by_two_tables_is_never_taken_from_the_other_tables_writer(tmp_path):
     """`hoodie.write.lock.filesystem.path` may name one folder for several tables (`<path>/lock`, one lock
     for all). A lock file another ingest writer holds is stale only when it is this table's: that writer

@@ -214,6 +214,11 @@ class WriterLock:
             epochs = self._epochs()
             current = epochs[-1] if epochs else 0
             holder = self._read(current) if current else None
+            if holder is not None and holder.owner == self.owner and not holder.released:
+                # Our own create landed though its answer was lost (a retried conditional PUT is refused).
+                self.epoch = current
+                self._start_heartbeat()
+                return None
             if holder is not None and not holder.expired(time.time()):
                 age = time.time() - holder.heartbeat_at
                 return (f"{self.storage.base_url} is being written by another writer (host {holder.host}, "
