@@ -49,10 +49,12 @@ class Lag:
         return f"{self.total} (max {self.worst.lag} on {self.worst.topic}-{self.worst.partition})"
 
 
-def measure_lag(spark: SparkSession, checkpoint: str, batch_id: int, options: Mapping[str, str]) -> Lag | None:
-    """The stream's lag after `batch_id`; None when it cannot be told (logged, never raised)."""
+def measure_lag(spark: SparkSession, checkpoint: str, batch_id: int, options: Mapping[str, str],
+                offsets: str | None = None) -> Lag | None:
+    """The stream's lag after `batch_id` (`offsets`: its end offsets, where the caller read them); None
+    when it cannot be told (logged, never raised)."""
     try:
-        offsets = read_offset_log(spark, checkpoint, batch_id)
+        offsets = offsets if offsets is not None else read_offset_log(spark, checkpoint, batch_id)
         if offsets is None:
             return None
         return Lag.of(kafka_lag(options, json.loads(offsets)))

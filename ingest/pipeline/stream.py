@@ -146,11 +146,14 @@ class StreamBatch:
                     undecodable.fail_if_any(decoded.errors)
                     undecodable_count = 0
             t1 = time.monotonic()
-            result = self.sink.write(decoded.records, batch=self._batch_id(batch_id), extra_metadata=self.metadata)
+            # A one-topic stream's batch end goes into the commit (HoodieStreamer's checkpoint) and the lag.
+            ends = read_offset_log(self.spark, config.stream.checkpoint, batch_id) if self.one_topic else None
+            result = self.sink.write(decoded.records, batch=self._batch_id(batch_id, ends),
+                                     extra_metadata=self.metadata)
             self.sink.results.clear()  # reports are kept here, bounded
         t2 = time.monotonic()
         synced = self.catalog_sync.after_commit() if result.instant is not None else None
-        lag = measure_lag(self.spark, config.stream.checkpoint, batch_id, self.kafka_options)
+        lag = measure_lag(self.spark, config.stream.checkpoint, batch_id, self.kafka_options, ends)
         durations = {"read_decode": t1 - t0}
         services = self.services.last if result.instant is not None else None
         if services is not None:
@@ -167,12 +170,10 @@ class StreamBatch:
         return report
 
 
-    def _batch_id(self, batch_id: int) -> BatchId:
-        position = None
-        if self.one_topic:
-            ends = StreamerCheckpoint.from_offset_log(read_offset_log(self.spark, self.config.stream.checkpoint, batch_id))
-            position = ends.text() if ends is not None else None
-        return BatchId(self.config.write.checkpoint_id, batch_id, position, self.streamer_reset)
+    def _batch_id(self, batch_id: int, ends: str | None) -> BatchId:
+        position = StreamerCheckpoint.from_offset_log(ends) if self.one_topic else None
+        return BatchId(self.config.write.checkpoint_id, batch_id, position.text() if position else None,
+                       self.streamer_reset)
 
 
 def _trigger(config: PipelineConfig, available_now: bool) -> dict:
