@@ -354,8 +354,11 @@ class Storage:
             return []
         out = []
         for e in entries:
-            is_dir = e.is_dir()
-            size = 0 if is_dir else e.stat().st_size
+            try:
+                is_dir = e.is_dir()
+                size = 0 if is_dir else e.stat().st_size
+            except FileNotFoundError:
+                continue  # gone since the folder was read: a writer's temporary file, renamed or linked into place
             out.append(FileInfo(self._rel(e.path), size, is_dir))
         return out
 

@@ -178,3 +178,28 @@ def test_local_reads_answer_as_fsspec_does(tmp_path, start, end):
                  lambda: storage.read_range("p/absent.log", start, end)):
         with pytest.raises(FileNotFoundError):
             read()
+
+
+def test_a_file_removed_while_its_folder_is_listed_is_not_listed(tmp_path, monkeypatch):
+    """Not a Hudi rule: a reader lists `.hoodie` while a writer puts a file in place through a temporary
+    one (written aside, then renamed or linked, and the temporary removed). The temporary may be gone
+    between reading the folder and looking at the entry; the listing leaves it out instead of failing
+    (a killed-stream test's observer met it, listing the timeline while the stream committed)."""
+    (tmp_path / "kept").write_bytes(b"1")
+    (tmp_path / ".ingest-gone.tmp").write_bytes(b"2")
+    real = os.scandir
+
+    class Listed:
+        def __init__(self, path):
+            self.inner = real(path)
+
+        def __enter__(self):
+            entries = list(self.inner.__enter__())
+            os.unlink(tmp_path / ".ingest-gone.tmp")  # the writer's rename, after the folder was read
+            return iter(entries)
+
+        def __exit__(self, *exc):
+            return self.inner.__exit__(*exc)
+
+    monkeypatch.setattr(os, "scandir", Listed)
+    assert [e.path for e in Storage(str(tmp_path)).list()] == ["kept"]
