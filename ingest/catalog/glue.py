@@ -136,7 +136,7 @@ class GlueCatalog:
         current = self.glue.get_table(DatabaseName=database, Name=table.name, **self.catalog)["Table"]
         keep = ("Name", "Description", "Owner", "Retention", "StorageDescriptor", "PartitionKeys", "TableType")
         table_input = {k: current[k] for k in keep if k in current}
-        table_input["Parameters"] = parameters
+        table_input["Parameters"] = {**(current.get("Parameters") or {}), **parameters}
         self.glue.update_table(DatabaseName=database, TableInput=table_input, SkipArchive=self.skip_archive,
                                **self.catalog)
 

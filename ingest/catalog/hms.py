@@ -136,7 +136,7 @@ class HiveMetastore:
         """`HoodieHiveSyncClient.updateLastCommitTimeSynced`: with the sync stamps, the location and the serde
         `path` are set to the base path again."""
         current = self.client.get_table(database, table.name)
-        current.parameters = dict(parameters)
+        current.parameters = {**(current.parameters or {}), **parameters}
         current.sd.location = table.location
         current.sd.serdeInfo.parameters = {**(current.sd.serdeInfo.parameters or {}), "path": table.location}
         self.client.alter_table_with_environment_context(database, table.name, current, self.t.EnvironmentContext(
